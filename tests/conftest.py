@@ -26,3 +26,11 @@ def tiny_config():
         num_hidden_groups=2, inner_group_num=2, num_attention_heads=4, intermediate_size=37,
         max_position_embeddings=64, type_vocab_size=2, hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1)
+
+
+@pytest.fixture(scope="session")
+def spm_model_file(real_data, tmp_path_factory):
+    """A 4,000-piece ALBERT-layout SentencePiece model trained on the Brown Corpus (a few seconds)."""
+    from albert_tf import vocab
+    prefix = str(tmp_path_factory.mktemp("spm") / "brown-4k")
+    return vocab.train_albert_spm(real_data["brown"], prefix, vocab_size=4000)
