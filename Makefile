@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DATA := data
 
-.PHONY: setup data test test-fast demo demo-ci bench clean
+.PHONY: setup data test test-fast demo demo-ci serve bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -28,6 +28,12 @@ demo: setup data
 
 demo-ci: setup data
 	$(PY) -m albert_tf.demo --data_dir $(DATA) --output_dir demo_output --quick
+
+# Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on PORT.
+EXPORT_DIR ?= demo_output/export
+PORT ?= 8501
+serve: setup
+	$(PY) serve.py --export_dir=$(EXPORT_DIR) --model_name=albert --rest_api_port=$(PORT)
 
 bench: setup data
 	$(PY) bench/run_all.py
