@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from albert_tf import checkpoints
 from albert_tf.modeling import multiple_choice
 
 
@@ -51,8 +52,6 @@ def test_dropout_only_when_training_and_loss(tiny_config):
 def test_logits_match_hugging_face(tiny_config, tmp_path):
     import torch
     import transformers
-
-    from albert_tf import checkpoints
     from transformers.models.albert import modeling_albert
 
     tiny_config.hidden_dropout_prob = tiny_config.attention_probs_dropout_prob = 0.0
