@@ -5,9 +5,10 @@ Each checkpoint holds the model (encoder + heads, names from `checkpoint_variabl
 tools (Hugging Face `load_tf_weights_in_albert`, the original scripts) read it, and a restarted
 run resumes with the same step, learning rate (a function of the step) and slots.
 
-Writing is crash-safe: `albert_tf.checkpoints.write_checkpoint` writes the files atomically, and
-only then the `checkpoint` state file (TF's format, itself written atomically) names the new
-checkpoint, so a killed run never leaves a half-written checkpoint that is taken for the latest.
+Writing is crash-safe: `albert_tf.checkpoints.write_checkpoint` writes the files atomically
+(data, then index), and only then the `checkpoint` state file (TF's format, relative paths,
+itself written atomically) names the new checkpoint: a killed run never leaves a half-written
+checkpoint that is taken for the latest.
 The newest `keep_checkpoint_max` are kept. Under multi-worker training every worker holds the
 same values and only the chief writes (the output directory must be shared, e.g. on GCS, as the
 original's model_dir).
@@ -21,7 +22,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import checkpoints, io_utils
+from albert_tf import checkpoints
 
 CHECKPOINT_PREFIX = "model.ckpt"
 _STEP_PATTERN = re.compile(r"model\.ckpt-(\d+)$")
@@ -33,22 +34,8 @@ def checkpoint_step(path):
     return int(match.group(1)) if match else None
 
 
-def checkpoint_files(prefix):
-    """The files of the checkpoint at `prefix` (`.index`, `.data-*`, and `.meta` if any)."""
-    return sorted(tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*")
-                  + tf.io.gfile.glob(prefix + ".meta"))
-
-
-def write_checkpoint_state(directory, names):
-    """TF's `checkpoint` file naming `names[-1]` as the latest, with relative paths (as the
-    original's estimator) so the directory can be moved or copied."""
-    lines = [f'model_checkpoint_path: "{names[-1]}"']
-    lines += [f'all_model_checkpoint_paths: "{name}"' for name in names]
-    io_utils.atomic_write_text(os.path.join(directory, "checkpoint"), "\n".join(lines) + "\n")
-
-
 def warm_start(variables_by_name, init_checkpoint, init_from_group0=False):
-    """--init_checkpoint: load by name (heads may be missing), optionally all groups from group_0."""
+    """--init_checkpoint: load by name (heads may be missing); --init_from_group0 too."""
     report = checkpoints.load_into(variables_by_name, init_checkpoint,
                                    init_from_group0=init_from_group0)
     return report
@@ -89,18 +76,28 @@ class CheckpointManager:
         if not self.is_chief:
             return prefix
         tf.io.gfile.makedirs(self.directory)
-        checkpoints.write_checkpoint(prefix, values)
+        checkpoints.write_checkpoint(prefix, values, update_state=False)
         state = tf.train.get_checkpoint_state(self.directory)
         kept = [os.path.basename(p) for p in (state.all_model_checkpoint_paths if state else [])
                 if checkpoint_step(p) is not None and checkpoint_step(p) != step]
         kept.append(os.path.basename(prefix))
         kept.sort(key=checkpoint_step)
         removed, kept = kept[:-self.keep_checkpoint_max], kept[-self.keep_checkpoint_max:]
-        write_checkpoint_state(self.directory, kept)
+        checkpoints.write_checkpoint_state(self.directory, kept[-1], kept)
         for old in removed:
-            for filename in checkpoint_files(os.path.join(self.directory, old)):
-                tf.io.gfile.remove(filename)
+            checkpoints.remove_checkpoint(os.path.join(self.directory, old))
         return prefix
+
+    def restore_model(self, path):
+        """Model variables only (evaluation); global_step too when the checkpoint has one."""
+        reader = tf.train.load_checkpoint(path)
+        report = checkpoints.load_into(self.variables_by_name, path)
+        if getattr(report, "missing", ()):
+            raise ValueError(
+                f"{path}: cannot evaluate, the checkpoint lacks {list(report.missing)}")
+        step = int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+        self.optimizer.iterations.assign(step)
+        return step
 
     def restore(self, path):
         """Model, slots and global_step from `path`; returns the step."""

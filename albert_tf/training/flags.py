@@ -27,73 +27,95 @@ from albert_tf.training import loop, strategy as strategy_lib
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-def define_distribution_flags(num_tpu_cores=8):
+class _Definer:
+    """`define.bool(...)` = `flags.DEFINE_bool(..., flag_values=...)` (tests use their own)."""
+
+    def __init__(self, flag_values):
+        self._flag_values = flag_values
+
+    def __getattr__(self, kind):
+        definer = getattr(flags, f"DEFINE_{kind}")
+        return lambda *args, **kwargs: definer(*args, flag_values=self._flag_values, **kwargs)
+
+
+def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
     """The original TPU flags plus `--distribution_strategy` (new: auto-detected by default)."""
-    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU (TPUStrategy). Also turns on the "
-                      "one-hot embedding lookup, as the original.")
-    flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training: the name used when "
-                        "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.")
-    flags.DEFINE_string("tpu_zone", None, "GCE zone of the Cloud TPU (detected when not given).")
-    flags.DEFINE_string("gcp_project", None, "GCP project of the Cloud TPU (detected when not "
-                        "given).")
-    flags.DEFINE_string("master", None, "TPU master address; used when --tpu_name is not given.")
-    flags.DEFINE_integer("num_tpu_cores", num_tpu_cores, "Number of TPU cores (replicas) to use "
-                         "with --use_tpu.")
-    flags.DEFINE_enum("distribution_strategy", "auto", strategy_lib.STRATEGIES,
-                      "tf.distribute strategy. auto: TPU with --use_tpu, multi-worker mirrored "
-                      "when TF_CONFIG names several workers, mirrored over 2+ local GPUs, one "
-                      "device otherwise.")
+    define = _Definer(flag_values)
+    define.bool("use_tpu", False, "Whether to use TPU (TPUStrategy). Also turns on the "
+                "one-hot embedding lookup, as the original.")
+    define.string("tpu_name", None, "The Cloud TPU to use for training: the name used when "
+                  "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.")
+    define.string("tpu_zone", None, "GCE zone of the Cloud TPU (detected when not given).")
+    define.string("gcp_project", None, "GCP project of the Cloud TPU (detected when not "
+                  "given).")
+    define.string("master", None, "TPU master address; used when --tpu_name is not given.")
+    define.integer("num_tpu_cores", num_tpu_cores, "Number of TPU cores (replicas) to use "
+                   "with --use_tpu.")
+    define.enum("distribution_strategy", "auto", strategy_lib.STRATEGIES,
+                "tf.distribute strategy. auto: TPU with --use_tpu, multi-worker mirrored "
+                "when TF_CONFIG names several workers, mirrored over 2+ local GPUs, one "
+                "device otherwise.")
 
 
-def define_performance_flags():
+def define_performance_flags(flag_values=flags.FLAGS):
     """New flags (the original ran float32 on TPU through TPUEstimator's own XLA)."""
-    flags.DEFINE_enum("precision", "float32", PRECISIONS,
-                      "Keras precision policy. mixed_float16 uses dynamic loss scaling; variables "
-                      "and optimizer state stay float32 in every case.")
-    flags.DEFINE_bool("enable_xla", False, "Compile each training step with XLA (jit_compile).")
-    flags.DEFINE_integer("gradient_accumulation_steps", 1,
-                         "Split each global batch into this many micro-batches per replica and "
-                         "sum their gradients before one update: the same update as one batch of "
-                         "--train_batch_size, in less memory.")
+    define = _Definer(flag_values)
+    define.enum("precision", "float32", PRECISIONS,
+                "Keras precision policy. mixed_float16 uses dynamic loss scaling; variables "
+                "and optimizer state stay float32 in every case.")
+    define.bool("enable_xla", False, "Compile each training step with XLA (jit_compile).")
+    define.integer("gradient_accumulation_steps", 1,
+                   "Split each global batch into this many micro-batches per replica and "
+                   "sum their gradients before one update: the same update as one batch of "
+                   "--train_batch_size, in less memory.")
 
 
 def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_checkpoints_steps,
                           iterations_per_loop=1000, keep_checkpoint_max=5, eval_batch_size=None,
                           do_train=None, do_eval=None, num_tpu_cores=8,
-                          output_dir_required=True):
+                          output_dir_required=True, flag_values=flags.FLAGS):
     """The shared training flags with the calling script's original defaults.
 
     `eval_batch_size`, `do_train`, `do_eval`: None means the script does not have the flag.
     """
-    flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints "
-                        "will be written.")
+    define = _Definer(flag_values)
+    define.string("output_dir", None, "The output directory where the model checkpoints "
+                  "will be written.")
     if output_dir_required:
-        flags.mark_flag_as_required("output_dir")
-    flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained "
-                        "ALBERT model), matched by variable name; heads may be missing.")
-    flags.DEFINE_bool("init_from_group0", False, "Initialise every layer group from the "
-                      "checkpoint's group_0 (growing a shared model into a less-shared one).")
+        flags.mark_flag_as_required("output_dir", flag_values=flag_values)
+    define.string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained "
+                  "ALBERT model), matched by variable name; heads may be missing.")
+    define.bool("init_from_group0", False, "Initialise every layer group from the "
+                "checkpoint's group_0 (growing a shared model into a less-shared one).")
     if do_train is not None:
-        flags.DEFINE_bool("do_train", do_train, "Whether to run training.")
+        define.bool("do_train", do_train, "Whether to run training.")
     if do_eval is not None:
-        flags.DEFINE_bool("do_eval", do_eval, "Whether to run eval on the dev set.")
-    flags.DEFINE_integer("train_batch_size", train_batch_size, "Total (global) batch size for "
-                         "training, over all replicas and accumulation micro-batches.")
+        define.bool("do_eval", do_eval, "Whether to run eval on the dev set.")
+    define.integer("train_batch_size", train_batch_size, "Total (global) batch size for "
+                   "training, over all replicas and accumulation micro-batches.")
     if eval_batch_size is not None:
-        flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Total batch size for eval.")
-    flags.DEFINE_enum("optimizer", optimizer, optimization.OPTIMIZERS, "The optimizer for "
-                      "training.")
-    flags.DEFINE_float("learning_rate", learning_rate, "The initial learning rate.")
-    flags.DEFINE_float("poly_power", 1.0, "The power of the polynomial decay.")
-    flags.DEFINE_integer("start_warmup_step", 0, "The starting step of warmup.")
-    flags.DEFINE_integer("save_checkpoints_steps", save_checkpoints_steps,
-                         "How often to save the model checkpoint.")
-    flags.DEFINE_integer("keep_checkpoint_max", keep_checkpoint_max,
-                         "How many checkpoints to keep (the newest; model.ckpt-best is separate).")
-    flags.DEFINE_integer("iterations_per_loop", iterations_per_loop,
-                         "How many steps to run inside one tf.function call (one log line each).")
-    define_distribution_flags(num_tpu_cores)
-    define_performance_flags()
+        define.integer("eval_batch_size", eval_batch_size, "Total batch size for eval.")
+    define.enum("optimizer", optimizer, optimization.OPTIMIZERS, "The optimizer for "
+                "training.")
+    define.float("learning_rate", learning_rate, "The initial learning rate.")
+    define.float("poly_power", 1.0, "The power of the polynomial decay.")
+    define.integer("start_warmup_step", 0, "The starting step of warmup.")
+    define.integer("save_checkpoints_steps", save_checkpoints_steps,
+                   "How often to save the model checkpoint.")
+    define.integer("keep_checkpoint_max", keep_checkpoint_max,
+                   "How many checkpoints to keep (the newest; model.ckpt-best is separate).")
+    define.integer("iterations_per_loop", iterations_per_loop,
+                   "How many steps to run inside one tf.function call (one log line each).")
+    define_distribution_flags(num_tpu_cores, flag_values)
+    define_performance_flags(flag_values)
+
+
+def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
+    """New: the original's evaluate-every-checkpoint loops could poll for ever (§8.7)."""
+    define = _Definer(flag_values)
+    define.float("eval_timeout_secs", eval_timeout_secs,
+                 "Stop evaluating when no new checkpoint has appeared for this many seconds "
+                 "(evaluation also stops once the last training step is evaluated).")
 
 
 def strategy_from_flags(flag_values):
