@@ -12,6 +12,7 @@ Every model and head has `checkpoint_variables()`: an ordered {original name: va
 the only place the original checkpoint names live (`albert_tf/checkpoints.py` reads and writes
 through it). Task heads written elsewhere (`squad_heads.py`, `multiple_choice.py`) follow suit:
 build the encoder with `dtype=self.dtype_policy, name="bert"`, use `layers.ClassificationHead`
-or `layers.Dense`/`layers.LayerNorm` for float32 logits, and return
+or `layers.Dense`/`layers.LayerNorm` for float32 logits, create variables in `__init__` and set
+`self.built = True`, and return
 `encoder.checkpoint_variables()` updated with the head's own names.
 """

@@ -46,6 +46,7 @@ class SelfAttention(keras.layers.Layer):
         self.output_bias = weight("output_bias", (hidden,), "zeros")
         self.probs_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob, dtype=self.dtype_policy)
         self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
+        self.built = True  # every variable exists already
 
     def _heads(self, inputs, kernel, bias):
         """[B,S,H] → [B,S,N,D]."""

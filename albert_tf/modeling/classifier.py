@@ -27,6 +27,7 @@ class AlbertClassifier(keras.Model):
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=layers.float32_policy(self.dtype_policy))
         self.head = layers.ClassificationHead(config.hidden_size, num_labels, HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="output")
+        self.built = True  # every variable exists already
 
     def call(self, inputs, training=False):
         pooled_output = self.encoder(inputs, training=training)["pooled_output"]

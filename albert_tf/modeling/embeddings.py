@@ -34,6 +34,7 @@ class AlbertEmbeddings(keras.layers.Layer):
             initializer=initializer)
         self.layer_norm = layers.LayerNorm(width, dtype=dtype, name="LayerNorm")
         self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
+        self.built = True  # every variable exists already
 
     def _lookup(self, table, ids, depth):
         if self.use_one_hot_embeddings:

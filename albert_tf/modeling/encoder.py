@@ -43,6 +43,7 @@ class AlbertEncoder(keras.Model):
         self.pooler = layers.Dense(
             config.hidden_size, config.hidden_size, config.initializer_range, tf.math.tanh,
             use_einsum, dtype=self.dtype_policy, name="pooler")
+        self.built = True  # every variable exists already
 
     @property
     def embedding_table(self):

@@ -1,8 +1,9 @@
 """Building blocks shared by the encoder and every head.
 
-Each layer creates its variables in `__init__` (all shapes follow from the config), so a model's
-`checkpoint_variables()` is complete before the first call and a checkpoint can be loaded into
-a model that has never run. Each layer names its own variables in the original layout
+Each layer creates its variables in `__init__` (all shapes follow from the config) and marks
+itself built (`self.built = True`, which also spares Keras a symbolic trace on the first call),
+so a model's `checkpoint_variables()` is complete before the first call and a checkpoint can be
+loaded into a model that has never run. Each layer names its own variables in the original layout
 (`kernel`, `bias`, `beta`, `gamma`, ...) through `checkpoint_variables()`; parents prefix them
 with their scope. Nothing outside `albert_tf/modeling/` knows the names.
 
@@ -79,6 +80,7 @@ class Dense(keras.layers.Layer):
             initializer=truncated_normal(initializer_range))
         self.bias = (self.add_weight(name="bias", shape=(output_width,), initializer="zeros")
                      if use_bias else None)
+        self.built = True  # every variable exists already
 
     def call(self, inputs):
         if inputs.shape.rank == 3 and self.use_einsum:
@@ -115,6 +117,7 @@ class ClassificationHead(keras.layers.Layer):
             name="output_weights", shape=(num_labels, hidden_size),
             initializer=truncated_normal(stddev))
         self.output_bias = self.add_weight(name="output_bias", shape=(num_labels,), initializer="zeros")
+        self.built = True  # every variable exists already
 
     def call(self, pooled_output):
         return tf.matmul(pooled_output, self.output_weights, transpose_b=True) + self.output_bias

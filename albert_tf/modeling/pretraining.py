@@ -29,12 +29,13 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm = layers.LayerNorm(config.embedding_size, dtype=dtype, name="LayerNorm")
         self.output_bias = self.add_weight(name="output_bias", shape=(config.vocab_size,),
                                            initializer="zeros")
+        self.built = True  # every variable exists already
 
     def call(self, sequence_output, masked_lm_positions):
         """[B,S,H], [B,M] → float32 logits [B,M,V]."""
         gathered = tf.gather(sequence_output, masked_lm_positions, batch_dims=1)
         transformed = self.layer_norm(self.transform(gathered))
-        return tf.einsum("BME,VE->BMV", transformed, self.embedding_table) + self.output_bias
+        return tf.matmul(transformed, self.embedding_table, transpose_b=True) + self.output_bias
 
     def checkpoint_variables(self):
         return collections.OrderedDict([
@@ -61,6 +62,7 @@ class AlbertPretrainingModel(keras.Model):
                                      dtype=self.dtype_policy, name="predictions")
         self.sop_head = layers.ClassificationHead(config.hidden_size, 2, config.initializer_range,
                                            dtype=self.dtype_policy, name="seq_relationship")
+        self.built = True  # every variable exists already
 
     def call(self, inputs, training=False):
         outputs = dict(self.encoder(inputs, training=training))

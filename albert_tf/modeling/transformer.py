@@ -30,6 +30,7 @@ class TransformerBlock(keras.layers.Layer):
             dtype=self.dtype_policy, name="intermediate_output")
         self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.ffn_layer_norm = layers.LayerNorm(hidden, dtype=self.dtype_policy, name="LayerNorm_1")
+        self.built = True  # every variable exists already
 
     def call(self, inputs, input_mask, training=False):
         attended = self.attention(inputs, input_mask, training=training)
