@@ -1,0 +1,77 @@
+"""SavedModel export of a fine-tuned RACE model, for TensorFlow Serving or `tf.saved_model.load`.
+
+The original run_race.py had no export. Signature `serving_default`:
+  inputs   `input_ids`, `input_mask`, `segment_ids`: int32 [batch, 4, seq_length], the four
+           `[CLS] article [SEP] question+option [SEP]` sequences of `features.FeatureConverter`
+  outputs  `logits` [batch, 4] float32 (the choice scores), `probabilities` [batch, 4] float32
+           (their softmax), `predictions` [batch] int32 (0..3 for A..D)
+The SavedModel goes to `<export_dir>/<version>/` with a numeric version (seconds since the epoch,
+as the original estimator exports; TF Serving serves the highest), written under a temporary
+name and renamed when complete.
+"""
+
+import os
+import time
+import uuid
+
+import keras
+import tensorflow as tf
+
+from albert_tf import checkpoints
+from albert_tf.modeling import multiple_choice
+from albert_tf.race import reader
+
+
+def serving_archive(model):
+    """A Keras `ExportArchive` with the `serving_default` endpoint (Keras 3 models are exported
+    through it: `tf.saved_model.save` would trace the model's float default signature)."""
+    spec = tf.TensorSpec([None, reader.NUM_CHOICES, None], tf.int32)
+
+    def serve(input_ids, input_mask, segment_ids):
+        outputs = model({"input_ids": input_ids, "input_mask": input_mask,
+                         "segment_ids": segment_ids}, training=False)
+        logits = tf.cast(outputs["logits"], tf.float32)
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+                "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+    if not model.built:
+        dummy = tf.zeros([1, reader.NUM_CHOICES, 2], tf.int32)
+        model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy}, training=False)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serving_default", serve, input_signature=[spec, spec, spec])
+    return archive
+
+
+def load_model(albert_config, checkpoint_path):
+    """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint."""
+    model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES)
+    report = checkpoints.load_into(model.checkpoint_variables(), checkpoint_path)
+    if report.missing or report.mismatched:
+        raise checkpoints.CheckpointError(
+            f"{report.checkpoint_path}: not a RACE checkpoint, it lacks or mis-shapes "
+            f"{report.missing + [entry[0] for entry in report.mismatched]}")
+    return model
+
+
+def next_version(export_dir):
+    """Seconds since the epoch, or one more than the highest existing version."""
+    existing = [int(name.strip("/")) for name in tf.io.gfile.listdir(export_dir)
+                if name.strip("/").isdigit()] if tf.io.gfile.isdir(export_dir) else []
+    return max([int(time.time())] + [version + 1 for version in existing])
+
+
+def export_saved_model(model, export_dir):
+    """Writes `<export_dir>/<version>/`; returns that path."""
+    tf.io.gfile.makedirs(export_dir)
+    final = os.path.join(export_dir, str(next_version(export_dir)))
+    temp = os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}")
+    archive = serving_archive(model)
+    try:
+        archive.write_out(temp, verbose=False)
+        tf.io.gfile.rename(temp, final)
+    except BaseException:
+        if tf.io.gfile.exists(temp):
+            tf.io.gfile.rmtree(temp)
+        raise
+    return final
