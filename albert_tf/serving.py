@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  registers the SentencePiece ops of raw-text signatures
 
 DEFAULT_SIGNATURE = "serving_default"
 
