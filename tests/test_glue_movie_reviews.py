@@ -89,3 +89,12 @@ def test_crlf_source_and_errors(tmp_path):
     source.write_bytes(b"1\tonly two\n")
     with pytest.raises(movie_reviews.MovieReviewsError, match=r"line 1: expected 'id<TAB>score<TAB>text'"):
         movie_reviews.read_reviews(str(source))
+
+
+def test_rows_are_mixed_for_a_small_shuffle_buffer(real_data, tmp_path):
+    """The source lists positives first; a 100-record shuffle buffer needs both labels nearby."""
+    movie_reviews.write_sst2_task(real_data["movie_reviews"], str(tmp_path / "SST-2"))
+    train = processors.get_processor("sst-2", use_spm=False).get_train_examples(str(tmp_path))
+    for start in range(0, len(train) - 100, 100):
+        window = collections.Counter(e.label for e in train[start:start + 100])
+        assert 20 <= window["1"] <= 80, (start, window)

@@ -11,14 +11,18 @@ least 20 people on −4…+4) comes from the Rotten Tomatoes snippets that SST w
   to STS-B's [0, 5]: `(score + 4) × 5 / 8`. Every sentence is kept.
 
 The split is deterministic and stable per sentence: CRC-32 of the review id modulo 10 is 0 for
-dev, 1 for test, anything else for train (about 80/10/10). The test files carry the review id
-as `index`, so predictions can be matched to the source (`split_of`, `read_reviews`).
+dev, 1 for test, anything else for train (about 80/10/10). The source lists all positive
+sentences before the negative ones, which a shuffle buffer of 100 (the original's) cannot mix,
+so the rows of every split are written in a fixed pseudo-random order (`_row_order`). The test
+files carry the review id as `index`, so predictions can be matched to the source
+(`split_of`, `read_reviews`).
 
 Both writers are idempotent: each file is rendered in memory, left alone if it already holds
 exactly that text, and otherwise written atomically (a temporary name, then a rename).
 """
 
 import dataclasses
+import hashlib
 import os
 import zlib
 
@@ -79,6 +83,15 @@ def split_of(review_id):
     return {0: "dev", 1: "test"}.get(bucket, "train")
 
 
+def _row_order(review):
+    """A fixed pseudo-random position, independent of the split hash."""
+    return hashlib.sha256(review.id.encode("utf-8")).hexdigest()
+
+
+def _shuffled(reviews):
+    return sorted(reviews, key=_row_order)
+
+
 def sst2_label(score):
     """'1', '0', or None for the neutral sentences that are dropped."""
     if score > POSITIVE_ABOVE:
@@ -117,7 +130,7 @@ def write_sst2_task(movie_reviews_tsv, out_dir):
     Returns {split: path}.
     """
     rows = {"train": [], "dev": [], "test": []}
-    for review in read_reviews(movie_reviews_tsv):
+    for review in _shuffled(read_reviews(movie_reviews_tsv)):
         label = sst2_label(review.score)
         if label is None:
             continue
@@ -142,7 +155,7 @@ def write_stsb_task(movie_reviews_tsv, out_dir):
     """
     rows = {"train": [], "dev": [], "test": []}
     counters = {"train": 0, "dev": 0, "test": 0}
-    for review in read_reviews(movie_reviews_tsv):
+    for review in _shuffled(read_reviews(movie_reviews_tsv)):
         split = split_of(review.id)
         index = review.id if split == "test" else str(counters[split])
         counters[split] += 1
