@@ -123,9 +123,16 @@ def _read_file_bytes(path, what):
         raise OSError(f"{path}: cannot read {what} file: {error}") from error
 
 
-def load_sp_model(spm_model_file):
-    """Loads a SentencePiece model from a local or remote path, naming the file on failure."""
-    serialized = _read_file_bytes(spm_model_file, "SentencePiece model (--spm_model_file)")
+def read_sp_model_proto(spm_model_file):
+    """The bytes of a SentencePiece model file (local or remote), naming the file on failure."""
+    return _read_file_bytes(spm_model_file, "SentencePiece model (--spm_model_file)")
+
+
+def load_sp_model(spm_model_file, serialized=None):
+    """Loads a SentencePiece model (from `serialized` bytes if given, else from the file),
+    raising an error that names the file when it is missing or not a model."""
+    if serialized is None:
+        serialized = read_sp_model_proto(spm_model_file)
     sp_model = spm.SentencePieceProcessor()
     try:
         sp_model.LoadFromSerializedProto(serialized)
