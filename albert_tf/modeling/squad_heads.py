@@ -170,9 +170,11 @@ def v2_per_example_loss(outputs, start_positions, end_positions, is_impossible):
 
 
 def build_squad_model(config, version_2_with_negative, start_n_top=5, end_n_top=5,
-                      dropout_prob=0.1, use_einsum=True):
+                      dropout_prob=0.1, use_einsum=True, use_one_hot_embeddings=False):
     """The v1 or v2 model for `--version_2_with_negative`."""
     if version_2_with_negative:
         return AlbertSquadV2(config, start_n_top, end_n_top, dropout_prob,
+                             use_one_hot_embeddings=use_one_hot_embeddings,
                              use_einsum=use_einsum)
-    return AlbertSquadV1(config, use_einsum=use_einsum)
+    return AlbertSquadV1(config, use_one_hot_embeddings=use_one_hot_embeddings,
+                         use_einsum=use_einsum)

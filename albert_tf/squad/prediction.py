@@ -1,0 +1,105 @@
+"""Scores a SQuAD model on a predict set: run the model, post-process, write files, score.
+
+v1: the official v1.1 `exact_match` and `f1`.
+
+v2 (fixing §8 item 14): the original tuned the no-answer threshold on the evaluated set itself
+and first scored logits against the official script's probability cut of 1.0. Here the
+threshold on `null_odds` (min `cls_logits`, a logit) is one of
+  * `fixed_threshold` (`--null_score_diff_threshold`), or
+  * the best-F1 threshold on a separate labelled set (`--threshold_predict_file`), or
+  * by default the best-F1 threshold on the predict set itself; the results then say so
+    (`null_threshold_chosen_on = predict_file (tuned on the evaluated set, not held out)`).
+The predictions at that threshold ("" = no answer) are scored as they are with the official
+v2.0 logic: `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*`.
+"""
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.squad import evaluation, postprocess, records
+
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "p_mask")
+TUNED_ON_PREDICT_SET = "predict_file (tuned on the evaluated set, not held out)"
+
+
+class SquadEvaluator:
+    """`evaluate(model, output_dir)` → results dict; writes the prediction files."""
+
+    def __init__(self, predict_set, version_2_with_negative, max_seq_length, batch_size,
+                 n_best_size=20, max_answer_length=30, start_n_top=5, end_n_top=5,
+                 threshold_set=None, fixed_threshold=None):
+        self.predict_set, self.threshold_set = predict_set, threshold_set
+        self.version_2 = version_2_with_negative
+        self.max_seq_length, self.batch_size = max_seq_length, batch_size
+        self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
+        self.start_n_top, self.end_n_top = start_n_top, end_n_top
+        self.fixed_threshold = fixed_threshold
+        self._model, self._step = None, None
+
+    def _step_fn(self, model):
+        if model is not self._model:
+            self._model = model
+            self._step = tf.function(
+                lambda batch: model({k: batch[k] for k in MODEL_INPUTS}, training=False),
+                reduce_retracing=True)
+        return self._step
+
+    def raw_results(self, model, predict_set):
+        """RawResultV1/V2 for every window of `predict_set`, in record order."""
+        step = self._step_fn(model)
+        dataset = records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
+                                           False).batch(self.batch_size)
+        results = []
+        for batch in dataset:
+            outputs = {k: np.asarray(v) for k, v in step(batch).items()}
+            for i, unique_id in enumerate(batch["unique_ids"].numpy()):
+                if self.version_2:
+                    results.append(postprocess.RawResultV2(
+                        int(unique_id), outputs["start_top_log_probs"][i],
+                        outputs["start_top_index"][i], outputs["end_top_log_probs"][i],
+                        outputs["end_top_index"][i], float(outputs["cls_logits"][i])))
+                else:
+                    results.append(postprocess.RawResultV1(
+                        int(unique_id), outputs["start_logits"][i], outputs["end_logits"][i]))
+        return results
+
+    def _predict_v2(self, model, predict_set):
+        return postprocess.predict_v2(
+            predict_set.examples, predict_set.features, self.raw_results(model, predict_set),
+            self.n_best_size, self.max_answer_length, self.start_n_top, self.end_n_top)
+
+    def evaluate(self, model, output_dir):
+        if not self.version_2:
+            predictions, nbest = postprocess.predict_v1(
+                self.predict_set.examples, self.predict_set.features,
+                self.raw_results(model, self.predict_set), self.n_best_size,
+                self.max_answer_length)
+            postprocess.write_prediction_files(output_dir, predictions, nbest)
+            return dict(evaluation.evaluate_v1(self.predict_set.dataset, predictions))
+
+        best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
+        threshold, source = self._choose_threshold(model, best_texts, null_odds)
+        predictions = postprocess.apply_null_threshold(best_texts, null_odds, threshold)
+        postprocess.write_prediction_files(output_dir, predictions, nbest, null_odds)
+        results = dict(evaluation.evaluate_v2(self.predict_set.dataset, predictions))
+        results["null_score_diff_threshold"] = threshold
+        results["null_threshold_chosen_on"] = source
+        return results
+
+    def _choose_threshold(self, model, best_texts, null_odds):
+        """(threshold, where it came from); see the module docstring."""
+        if self.fixed_threshold is not None:
+            return self.fixed_threshold, "--null_score_diff_threshold"
+        if self.threshold_set is not None:
+            labelled = self.threshold_set
+            best_texts, _, null_odds = self._predict_v2(model, labelled)
+            source = f"threshold_predict_file {labelled.input_file}"
+        else:
+            labelled, source = self.predict_set, TUNED_ON_PREDICT_SET
+        _, f1_raw = evaluation.get_raw_scores(labelled.dataset, best_texts)
+        _, threshold = evaluation.find_best_thresh(
+            best_texts, f1_raw, null_odds, evaluation.make_qid_to_has_ans(labelled.dataset),
+            initial_thresh=float("-inf"))
+        logging.info("No-answer threshold %.6g chosen on %s", threshold, source)
+        return threshold, source
