@@ -1,12 +1,10 @@
 """RACE as a `training.task.Task`: the multiple-choice model, the cached records, the metrics.
 
 Evaluation batches are padded with `is_real_example = 0` records to whole batches on every
-replica (static shapes, as a TPU needs; the original padded on TPU only); the loss and every
-metric weight examples by `is_real_example`, so padding never counts.
-
-Metrics, as the original plus the per-level breakdown: `eval_accuracy`, `eval_loss` (mean
-per-question cross-entropy), and `eval_accuracy_<level>` / `eval_num_<level>` for each level
-read, so that the total accuracy is the count-weighted mean of the levels' accuracies.
+replica (static shapes, as a TPU needs; the original padded on TPU only); the loss and the
+accuracy weight examples by `is_real_example`, so padding never counts. `Predictor` scores a
+whole cache file under any strategy and drops the padding; evaluation and prediction compute
+their metrics from its arrays (`metrics.race_metrics`).
 """
 
 import keras
@@ -125,24 +123,13 @@ class RaceTask(task_lib.Task):
         return tf.math.divide_no_nan(tf.reduce_sum(losses), normalizers["examples"])
 
     def build_metrics(self):
-        metrics = {"eval_accuracy": keras.metrics.SparseCategoricalAccuracy(),
-                   "eval_loss": keras.metrics.Mean()}
-        for level in self.levels:
-            metrics[f"eval_accuracy_{level}"] = keras.metrics.SparseCategoricalAccuracy()
-            metrics[f"eval_num_{level}"] = keras.metrics.Sum()
-        return metrics
+        """Training-time accuracy for the logs; evaluation uses `metrics.race_metrics`."""
+        return {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
 
     def update_metrics(self, metrics, features, outputs):
-        real = tf.cast(features["is_real_example"], tf.float32)
-        labels, logits = features["label_ids"], outputs["logits"]
-        metrics["eval_accuracy"].update_state(labels, logits, sample_weight=real)
-        metrics["eval_loss"].update_state(
-            multiple_choice.per_example_loss(labels, logits), sample_weight=real)
-        for level in self.levels:
-            in_level = real * tf.cast(
-                tf.equal(features["level_ids"], reader.LEVELS.index(level)), tf.float32)
-            metrics[f"eval_accuracy_{level}"].update_state(labels, logits, sample_weight=in_level)
-            metrics[f"eval_num_{level}"].update_state(in_level)
+        metrics["accuracy"].update_state(
+            features["label_ids"], outputs["logits"],
+            sample_weight=tf.cast(features["is_real_example"], tf.float32))
 
 
 def question_ids(path):
@@ -154,35 +141,41 @@ def question_ids(path):
             for record in dataset.as_numpy_iterator()]
 
 
-def predict(task, model, strategy, path, batch_size):
-    """Scores every question of a cache file under `strategy`; returns numpy arrays in record
-    order: `logits`, `probabilities` [N, 4], `predictions`, `label_ids`, `level_ids` [N]."""
+class Predictor:
+    """Scores whole cache files under a strategy (one traced step, reused for every file)."""
 
-    def dataset_fn(input_context):
-        per_replica = input_context.get_per_replica_batch_size(batch_size)
-        return task.dataset_of(path, per_replica, input_context, with_index=True)
+    def __init__(self, task, model, strategy):
+        self.task, self.model, self.strategy = task, model, strategy
+        self._step = tf.function(self._distributed_step)
 
-    @tf.function
-    def step(batch):
+    def _distributed_step(self, batch):
         def replica_fn(batch):
-            logits = tf.cast(task.call_model(model, batch, training=False)["logits"], tf.float32)
-            return {"logits": logits, "record_index": batch["record_index"],
-                    "label_ids": batch["label_ids"], "level_ids": batch["level_ids"]}
-        outputs = strategy.run(replica_fn, args=(batch,))
-        return {name: strategy.gather(value, axis=0) for name, value in outputs.items()}
+            outputs = self.task.call_model(self.model, batch, training=False)
+            return {"logits": tf.cast(outputs["logits"], tf.float32),
+                    "record_index": batch["record_index"], "label_ids": batch["label_ids"],
+                    "level_ids": batch["level_ids"]}
+        outputs = self.strategy.run(replica_fn, args=(batch,))
+        return {name: self.strategy.gather(value, axis=0) for name, value in outputs.items()}
 
-    collected = {}
-    for batch in strategy.distribute_datasets_from_function(dataset_fn):
-        for name, value in step(batch).items():
-            collected.setdefault(name, []).append(value.numpy())
-    if not collected:
-        raise ValueError(f"{path}: no records to predict")
-    arrays = {name: np.concatenate(values, axis=0) for name, values in collected.items()}
-    real = arrays["record_index"] >= 0
-    order = np.argsort(arrays["record_index"][real], kind="stable")
-    arrays = {name: value[real][order] for name, value in arrays.items()}
-    logits = arrays["logits"]
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)
-    arrays["predictions"] = logits.argmax(axis=-1)
-    return arrays
+    def __call__(self, path, batch_size):
+        """Numpy arrays in record order: `logits`, `probabilities` [N, 4], `predictions`,
+        `label_ids`, `level_ids` [N]."""
+        def dataset_fn(input_context):
+            per_replica = input_context.get_per_replica_batch_size(batch_size)
+            return self.task.dataset_of(path, per_replica, input_context, with_index=True)
+
+        collected = {}
+        for batch in self.strategy.distribute_datasets_from_function(dataset_fn):
+            for name, value in self._step(batch).items():
+                collected.setdefault(name, []).append(value.numpy())
+        if not collected:
+            raise ValueError(f"{path}: no records to predict")
+        arrays = {name: np.concatenate(values, axis=0) for name, values in collected.items()}
+        real = arrays["record_index"] >= 0
+        order = np.argsort(arrays["record_index"][real], kind="stable")
+        arrays = {name: value[real][order] for name, value in arrays.items()}
+        logits = arrays["logits"]
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)
+        arrays["predictions"] = logits.argmax(axis=-1)
+        return arrays
