@@ -1,0 +1,54 @@
+"""Subprocess entry point for test_run_race: a fresh TF runtime with two logical CPUs.
+
+    python tests/race_fresh_process.py <export version dir> <checkpoint> <albert_config.json>
+        <test cache> <max_seq_length>
+
+Prints `RESULT {json}`: the exported SavedModel's outputs on the test cache, and the test-split
+logits that `race.task.Predictor` computes under MirroredStrategy (2 replicas) from the
+checkpoint.
+"""
+
+import json
+import os
+import sys
+
+import tensorflow as tf
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from albert_tf.config import AlbertConfig  # noqa: E402
+from albert_tf.race import cache  # noqa: E402
+from albert_tf.race import export as race_export  # noqa: E402
+from albert_tf.race import task as race_task  # noqa: E402
+
+
+def main(export_version_dir, checkpoint, config_file, test_cache, max_seq_length):
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    max_seq_length = int(max_seq_length)
+    records = next(iter(cache.dataset(test_cache, max_seq_length).batch(10_000)))
+    loaded = tf.saved_model.load(export_version_dir)
+    serving = loaded.signatures["serving_default"]
+    outputs = serving(**{name: records[name] for name in race_task.MODEL_INPUTS})
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    config = AlbertConfig.from_json_file(config_file)
+    task = race_task.RaceTask(config, max_seq_length)
+    with strategy.scope():
+        model = race_export.load_model(config, checkpoint)
+    arrays = race_task.Predictor(task, model, strategy)(test_cache, batch_size=6)
+    print("RESULT " + json.dumps({
+        "signature_inputs": sorted(serving.structured_input_signature[1]),
+        "input_dtypes": sorted({spec.dtype.name
+                                for spec in serving.structured_input_signature[1].values()}),
+        "serving": {name: value.numpy().tolist() for name, value in outputs.items()},
+        "replicas": strategy.num_replicas_in_sync,
+        "mirrored_logits": arrays["logits"].tolist(),
+        "mirrored_labels": arrays["label_ids"].tolist(),
+    }))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
