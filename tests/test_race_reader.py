@@ -137,3 +137,15 @@ def test_blank_lines_in_all_txt_are_skipped(tmp_path):
     articles = list(reader.read_articles(str(tmp_path), "dev", ("middle",)))
     assert [a.article_id for a in articles] == ["middle1.txt", "middle2.txt"]
     assert articles[1].source.endswith("all.txt line 3")
+
+
+def test_only_newlines_end_all_txt_lines(tmp_path):
+    data = race_fixtures.make_articles(num_per_level=2)
+    data["middle"][0]["article"] += " Then\u2028she left.\x85"
+    directory = tmp_path / "RACE" / "dev" / "middle"
+    directory.mkdir(parents=True)
+    lines = [json.dumps(a, ensure_ascii=False) for a in data["middle"]]
+    (directory / "all.txt").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    articles = list(reader.read_articles(str(tmp_path), "dev", ("middle",)))
+    assert [a.article_id for a in articles] == ["middle1.txt", "middle2.txt"]
+    assert articles[0].article.endswith("Then\u2028she left.\x85")

@@ -12,6 +12,7 @@ import json
 import os
 import re
 
+from absl import logging
 import tensorflow as tf
 
 SPLITS = ("train", "dev", "test")
@@ -78,11 +79,14 @@ def read_articles(data_dir, split, levels=LEVELS):
         if level not in levels:
             continue
         layout, paths = level_files(data_dir, split, level)
+        logging.info("RACE %s/%s: %d file(s) in the %s layout", split, level, len(paths), layout)
         for path in paths:
             with tf.io.gfile.GFile(path, "r") as reader:
                 text = reader.read()
             if layout == ALL_IN_ONE_FILE:
-                for line_number, line in enumerate(text.splitlines(), start=1):
+                # Only "\n" ends a line, as the original's `for line in f`; str.splitlines would
+                # also split at U+2028 or U+0085 inside an article.
+                for line_number, line in enumerate(text.split("\n"), start=1):
                     if line.strip():
                         yield parse_article(line, level, f"{path} line {line_number}")
             else:
