@@ -177,18 +177,18 @@ class InGraphTokenizer(tf.Module):
         self._lower = _static_table(tables["lower_keys"], tables["lower_values"], -1)
         self._case = _static_table(tables["case_keys"], tables["case_values"], _OTHER)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def preprocess(self, strings):
         """`tokenization.preprocess_text(s, lower=do_lower_case)` for each string, in the graph."""
         return self._preprocess(strings)[0]
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def tokenize(self, strings):
         """[batch] strings -> RaggedTensor [batch, (tokens)] int32 ids; "" gives no tokens."""
         text = self._preprocess(strings, with_offsets=False)[0]
         return self._encode(text, with_offsets=False)[0]
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def tokenize_with_offsets(self, strings):
         """-> (ids, start_offsets, end_offsets): ragged int32 ids and int64 byte offsets into
         the original strings (see the module docstring for what the spans cover)."""
@@ -245,7 +245,8 @@ class InGraphTokenizer(tf.Module):
         if self.do_lower_case:
             values = self._lowercase(values, out_rows)
         text = tf.strings.unicode_encode(
-            tf.RaggedTensor.from_value_rowids(values, out_rows, nrows=num_rows), "UTF-8")
+            tf.RaggedTensor.from_value_rowids(values, out_rows, nrows=num_rows, validate=False),
+            "UTF-8")
         if not with_offsets:
             return (text,)
 
@@ -314,12 +315,14 @@ class InGraphTokenizer(tf.Module):
             """Merges [kept piece] and [re-encoded pieces..., ","] rows back into piece order."""
             num_kept = tf.reduce_sum(tf.cast(kept, tf.int64))
             unsplit_rows = tf.RaggedTensor.from_row_lengths(
-                tf.boolean_mask(unsplit_values, kept), tf.ones([num_kept], tf.int64))
+                tf.boolean_mask(unsplit_values, kept), tf.ones([num_kept], tf.int64),
+                validate=False)
             order = tf.where(split,
                              num_kept + tf.cumsum(tf.cast(split, tf.int64), exclusive=True),
                              tf.cumsum(tf.cast(kept, tf.int64), exclusive=True))
             merged = tf.gather(tf.concat([unsplit_rows, split_rows], axis=0), order)
-            return tf.RaggedTensor.from_row_splits(merged, pieces.row_splits).merge_dims(1, 2)
+            return tf.RaggedTensor.from_row_splits(merged, pieces.row_splits,
+                                                   validate=False).merge_dims(1, 2)
 
         out_ids = per_piece(ids, tf.concat([sub_ids, comma], axis=1))
         if not with_offsets:
@@ -331,9 +334,10 @@ class InGraphTokenizer(tf.Module):
             tf.strings.length(tf.boolean_mask(stripped, split)), tf.int64))
 
         def place(sub_offsets):
-            moved = sub_offsets + tf.expand_dims(base, 1)
-            return tf.minimum(tf.maximum(moved, tf.expand_dims(piece_start, 1)),
-                              tf.expand_dims(comma_start, 1))
+            rows = sub_offsets.value_rowids()
+            moved = tf.clip_by_value(sub_offsets.flat_values + tf.gather(base, rows),
+                                     tf.gather(piece_start, rows), tf.gather(comma_start, rows))
+            return sub_offsets.with_flat_values(moved)
 
         comma_starts = tf.RaggedTensor.from_tensor(tf.expand_dims(comma_start, 1))
         out_starts = per_piece(starts.flat_values,
@@ -393,16 +397,20 @@ def pack_inputs(segments, max_seq_length, cls_id, sep_id):
         has_second = second.row_lengths() > 0
         first_length = tf.where(has_second, first_pair.row_lengths(),
                                 parts[0].row_lengths())
-        keep = tf.ragged.range(first.row_lengths()) < tf.expand_dims(first_length, 1)
-        parts = [tf.ragged.boolean_mask(first, keep), second_pair]
+        position = tf.ragged.range(first.row_lengths())
+        keep = position.flat_values < tf.gather(first_length, position.value_rowids())
+        parts = [tf.ragged.boolean_mask(first, position.with_flat_values(keep)), second_pair]
     batch = parts[0].nrows()
     marker = tf.RaggedTensor.from_tensor(tf.ones([batch, 1], tf.int32))
     pieces = [marker * cls_id, parts[0], marker * sep_id]
     types = [marker * 0, tf.zeros_like(parts[0]), marker * 0]
     if len(parts) == 2:
+        # Like the original's `if tokens_b:` after truncation: a second segment that is empty
+        # (or truncated away, possible only when max_seq_length is 4) gets no closing [SEP].
+        closes = tf.cast(parts[1].row_lengths() > 0, tf.int64)
         closing = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(tf.cast(has_second, tf.int64))], tf.constant(sep_id, tf.int32)),
-            tf.cast(has_second, tf.int64))
+            tf.fill([tf.reduce_sum(closes)], tf.constant(sep_id, tf.int32)), closes,
+            validate=False)
         pieces += [parts[1], closing]
         types += [tf.ones_like(parts[1]), tf.ones_like(closing)]
     input_ids, input_mask = tf_text.pad_model_inputs(tf.concat(pieces, axis=1), max_seq_length)
