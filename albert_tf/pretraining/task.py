@@ -46,7 +46,8 @@ class PretrainingTask(task.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, input_files, max_seq_length, max_predictions_per_seq,
-                 eval_input_files=None):
+                 eval_input_files=None, seed=None):
+        """`input_files`, `eval_input_files`: comma-separated files/globs (or lists of them)."""
         if max_seq_length > albert_config.max_position_embeddings:
             raise ValueError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
@@ -56,6 +57,7 @@ class PretrainingTask(task.Task):
         self.eval_input_files = eval_input_files or input_files
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
+        self.seed = seed
 
     def build_model(self, strategy):
         return pretraining_model.AlbertPretrainingModel(
@@ -63,13 +65,15 @@ class PretrainingTask(task.Task):
 
     def train_dataset(self, input_context, batch_size):
         return input_pipeline.pretraining_dataset(
-            self.input_files, self.max_seq_length, self.max_predictions_per_seq, batch_size,
-            is_training=True, input_context=input_context)
+            self.input_files, batch_size=batch_size, max_seq_length=self.max_seq_length,
+            max_predictions_per_seq=self.max_predictions_per_seq, is_training=True,
+            input_context=input_context, seed=self.seed)
 
     def eval_dataset(self, input_context, batch_size):
         return input_pipeline.pretraining_dataset(
-            self.eval_input_files, self.max_seq_length, self.max_predictions_per_seq, batch_size,
-            is_training=False, input_context=input_context)
+            self.eval_input_files, batch_size=batch_size, max_seq_length=self.max_seq_length,
+            max_predictions_per_seq=self.max_predictions_per_seq, is_training=False,
+            input_context=input_context)
 
     def call_model(self, model, features, training):
         return model({name: features[name] for name in MODEL_INPUTS}, training=training)

@@ -10,23 +10,7 @@ separate training job), writing eval_results.txt, best_trial.txt, model.ckpt-bes
 scalars under output_dir/eval.
 """
 
-import tensorflow as tf
-
 from albert_tf.training import evaluation, loop
-
-
-def expand_file_patterns(patterns, flag_name):
-    """A comma list of globs (the original's --input_file) → sorted files; an empty match is an
-    error naming the flag and the pattern."""
-    files = []
-    for pattern in filter(None, (p.strip() for p in patterns.split(","))):
-        matched = sorted(tf.io.gfile.glob(pattern))
-        if not matched:
-            raise ValueError(f"--{flag_name}: no file matches {pattern!r}")
-        files.extend(matched)
-    if not files:
-        raise ValueError(f"--{flag_name} names no file")
-    return files
 
 
 def train_and_evaluate(task, strategy, config, *, do_train, do_eval, eval_batch_size=8,
