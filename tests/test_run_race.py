@@ -75,7 +75,7 @@ def race_run(spm_model_file, tmp_path_factory):
     _run(["run_race.py", *common, "--nodo_train", "--nodo_eval", "--do_predict",
           "--predict_batch_size=7", f"--predict_file={work / 'cache' / 'test.tf_record'}",
           f"--export_dir={export_dir}"])
-    return {"work": work, "output_dir": output_dir, "export_dir": export_dir,
+    return {"work": work, "data_dir": data_dir, "output_dir": output_dir, "export_dir": export_dir,
             "config_file": config_file, "common": common}
 
 
@@ -164,7 +164,7 @@ def test_export_loads_in_a_fresh_process_and_gives_the_same_scores(race_run):
     done = _run([os.path.join("tests", "race_fresh_process.py"),
                  os.path.join(export_dir, versions[0]),
                  os.path.join(output_dir, "model.ckpt-best"), race_run["config_file"],
-                 test_cache, str(SEQ)])
+                 test_cache, str(SEQ), race_run["data_dir"]])
     line = next(l for l in done.stdout.splitlines() if l.startswith("RESULT "))
     result = json.loads(line[len("RESULT "):])
     assert result["signature_inputs"] == ["input_ids", "input_mask", "segment_ids"]
@@ -175,6 +175,8 @@ def test_export_loads_in_a_fresh_process_and_gives_the_same_scores(race_run):
     written = np.array([[float(r[f"prob_{letter}"]) for letter in "ABCD"] for r in rows])
     np.testing.assert_allclose(serving["probabilities"], written, atol=2e-6)
     assert ["ABCD"[p] for p in serving["predictions"]] == [r["prediction"] for r in rows]
+    # The raw-text signature encodes the questions in the graph exactly as the Python path.
+    np.testing.assert_allclose(np.array(result["text_logits"]), serving["logits"], atol=1e-5)
     assert result["replicas"] == 2
     np.testing.assert_allclose(np.array(result["mirrored_logits"]), serving["logits"],
                                rtol=1e-5, atol=1e-5)

@@ -1,10 +1,15 @@
 """SavedModel export of a fine-tuned RACE model, for TensorFlow Serving or `tf.saved_model.load`.
 
-The original run_race.py had no export. Signature `serving_default`:
-  inputs   `input_ids`, `input_mask`, `segment_ids`: int32 [batch, 4, seq_length], the four
-           `[CLS] article [SEP] question+option [SEP]` sequences of `features.FeatureConverter`
-  outputs  `logits` [batch, 4] float32 (the choice scores), `probabilities` [batch, 4] float32
-           (their softmax), `predictions` [batch] int32 (0..3 for A..D)
+The original run_race.py had no export. Signatures:
+  serving_default  int32 `input_ids`, `input_mask`, `segment_ids` [batch, 4, seq_length]: the
+                   four `[CLS] article [SEP] question+option [SEP]` sequences of
+                   `features.FeatureConverter` (seq_length <= max_position_embeddings).
+  text             string `article` [batch], `question` [batch], `options` [batch, 4], encoded
+                   in the graph exactly as the Python path (`graph_features.RaceTextEncoder`)
+                   with the run's max_seq_length / max_qa_length. Only with a SentencePiece
+                   model.
+Both return `logits` [batch, 4] float32 (the choice scores), `probabilities` [batch, 4] float32
+(their softmax) and `predictions` [batch] int32 (0..3 for A..D).
 The SavedModel goes to `<export_dir>/<version>/` with a numeric version (seconds since the epoch,
 as the original estimator exports; TF Serving serves the highest), written under a temporary
 name and renamed when complete.
@@ -22,24 +27,39 @@ from albert_tf.modeling import multiple_choice
 from albert_tf.race import reader
 
 
-def serving_archive(model):
-    """A Keras `ExportArchive` with the `serving_default` endpoint (Keras 3 models are exported
-    through it: `tf.saved_model.save` would trace the model's float default signature)."""
-    spec = tf.TensorSpec([None, reader.NUM_CHOICES, None], tf.int32)
+def _scores(model, inputs):
+    logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
-    def serve(input_ids, input_mask, segment_ids):
-        outputs = model({"input_ids": input_ids, "input_mask": input_mask,
-                         "segment_ids": segment_ids}, training=False)
-        logits = tf.cast(outputs["logits"], tf.float32)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-                "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+def serving_archive(model, text_encoder=None):
+    """A Keras `ExportArchive` with the endpoints above (Keras 3 models are exported through
+    it: `tf.saved_model.save` would trace the model's float default signature); `text` only
+    with a `graph_features.RaceTextEncoder`."""
+    ids_spec = tf.TensorSpec([None, reader.NUM_CHOICES, None], tf.int32)
+
+    def serve_ids(input_ids, input_mask, segment_ids):
+        return _scores(model, {"input_ids": input_ids, "input_mask": input_mask,
+                               "segment_ids": segment_ids})
 
     if not model.built:
         dummy = tf.zeros([1, reader.NUM_CHOICES, 2], tf.int32)
         model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy}, training=False)
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.add_endpoint("serving_default", serve, input_signature=[spec, spec, spec])
+    archive.add_endpoint("serving_default", serve_ids,
+                         input_signature=[ids_spec, ids_spec, ids_spec])
+    if text_encoder is not None:
+        archive.track(text_encoder.tokenizer)
+
+        def serve_text(article, question, options):
+            return _scores(model, text_encoder(article, question, options))
+
+        archive.add_endpoint("text", serve_text, input_signature=[
+            tf.TensorSpec([None], tf.string, name="article"),
+            tf.TensorSpec([None], tf.string, name="question"),
+            tf.TensorSpec([None, reader.NUM_CHOICES], tf.string, name="options")])
     return archive
 
 
@@ -61,12 +81,12 @@ def next_version(export_dir):
     return max([int(time.time())] + [version + 1 for version in existing])
 
 
-def export_saved_model(model, export_dir):
+def export_saved_model(model, export_dir, text_encoder=None):
     """Writes `<export_dir>/<version>/`; returns that path."""
     tf.io.gfile.makedirs(export_dir)
     final = os.path.join(export_dir, str(next_version(export_dir)))
     temp = os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}")
-    archive = serving_archive(model)
+    archive = serving_archive(model, text_encoder)
     try:
         archive.write_out(temp, verbose=False)
         tf.io.gfile.rename(temp, final)

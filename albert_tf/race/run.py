@@ -24,9 +24,9 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import checkpoints, io_utils
+from albert_tf import checkpoints, io_utils, tf_tokenization
 from albert_tf.race import export as race_export
-from albert_tf.race import features, metrics, prepare, reader
+from albert_tf.race import features, graph_features, metrics, prepare, reader
 from albert_tf.race import task as race_task
 from albert_tf.training import evaluation, loop
 
@@ -181,10 +181,17 @@ class RaceJob:
         return results_path, predictions_path
 
     def export(self, export_dir):
-        """SavedModel of model.ckpt-best (else the latest checkpoint) in a version directory."""
+        """SavedModel of model.ckpt-best (else the latest checkpoint) in a version directory;
+        with a SentencePiece model it also has the raw-text signature `text`."""
         checkpoint = resolve_best_checkpoint(self.output_dir)
         model = race_export.load_model(self.albert_config, checkpoint)
-        path = race_export.export_saved_model(model, export_dir)
+        text_encoder = None
+        if self.settings.spm_model_file:
+            tokenizer = tf_tokenization.InGraphTokenizer(self.settings.spm_model_file,
+                                                         self.settings.do_lower_case)
+            text_encoder = graph_features.RaceTextEncoder(
+                tokenizer, self.max_seq_length, self.settings.max_qa_length)
+        path = race_export.export_saved_model(model, export_dir, text_encoder)
         logging.info("Exported %s to %s", checkpoint, path)
         return path
 
