@@ -226,7 +226,7 @@ def test_whole_words_can_span_the_first_sep_like_the_original():
     tokens = [2, 11, 10, 13, 3, 15, 12, 3]
     masker = masking.Masker(vocab, masked_lm_prob=1.0, max_predictions_per_seq=20, ngram=1)
     out = masker.mask(tokens, 4, random.Random(0))
-    assert out.token_boundary == [1, 0, 1, 0, 1, 0, 1, 1]
+    assert out.token_boundary.tolist() == [1, 0, 1, 0, 1, 0, 1, 1]
     assert out.positions == [1, 2, 3, 5, 6]  # budget round(8 * 1.0) = 8 covers all 5 pieces
     assert out.labels == [11, 10, 13, 15, 12]
     assert masker.stats.masked_ngrams[1] == 3
@@ -299,11 +299,11 @@ def _tf_example(masked, len_a, label, max_seq_length, masked_lm_length, unk_fix)
     ppad = masked_lm_length - len(masked.positions)
     ex = tf.train.Example()
     f = ex.features.feature
-    f["input_ids"].int64_list.value.extend([unk_fix(t) for t in masked.tokens] + [0] * pad)
+    f["input_ids"].int64_list.value.extend([unk_fix(t) for t in masked.tokens.tolist()] + [0] * pad)
     f["input_mask"].int64_list.value.extend([1] * len(masked.tokens) + [0] * pad)
     f["segment_ids"].int64_list.value.extend(
         [0] * (len_a + 2) + [1] * (len(masked.tokens) - len_a - 2) + [0] * pad)
-    f["token_boundary"].int64_list.value.extend(masked.token_boundary + [0] * pad)
+    f["token_boundary"].int64_list.value.extend(masked.token_boundary.tolist() + [0] * pad)
     f["masked_lm_positions"].int64_list.value.extend(masked.positions + [0] * ppad)
     f["masked_lm_ids"].int64_list.value.extend([unk_fix(t) for t in masked.labels] + [0] * ppad)
     f["masked_lm_weights"].float_list.value.extend([1.0] * len(masked.positions) + [0.0] * ppad)
@@ -323,8 +323,9 @@ def test_example_bytes_equal_tensorflow_deterministic_serialization(vocab_size):
         tokens = [2] + [rng.randrange(vocab_size + 1) for _ in range(len_a + len_b + 1)] + [3]
         positions = sorted(rng.sample(range(1, len(tokens) - 1),
                                      min(rng.randint(0, 10), len(tokens) - 2)))
-        masked = masking.MaskedSequence(tokens, positions, [tokens[p] for p in positions],
-                                        [rng.randint(0, 1) for _ in tokens])
+        masked = masking.MaskedSequence(
+            np.array(tokens, np.int32), positions, [tokens[p] for p in positions],
+            np.array([rng.randint(0, 1) for _ in tokens], np.uint8))
         label = rng.randint(0, 1)
         ours = encoder.encode(masked, len_a, label)
         theirs = _tf_example(masked, len_a, label, 64, 10,
@@ -334,10 +335,20 @@ def test_example_bytes_equal_tensorflow_deterministic_serialization(vocab_size):
         assert len(parsed["masked_lm_weights"].float_list.value) == 10
 
 
+def test_no_predictions_at_all_serialize_like_tensorflow():
+    """masked_lm_prob=0 with max_predictions_per_seq=0: empty masked_lm_* lists."""
+    vocab = _Vocab()
+    masked = masking.Masker(vocab, 0.0, 0).mask([2, 6, 7, 3, 8, 3], 3, random.Random(0))
+    assert masked.positions == []
+    ours = records.ExampleEncoder(8, 0, vocab).encode(masked, 2, 1)
+    assert ours == _tf_example(masked, 2, 1, 8, 0, lambda t: t)
+
+
 def test_over_long_sequences_are_refused():
     vocab = _Vocab()
     encoder = records.ExampleEncoder(8, 2, vocab)
-    masked = masking.MaskedSequence([2] + [5] * 8 + [3], [], [], [1] * 10)
+    masked = masking.MaskedSequence(np.array([2] + [5] * 8 + [3], np.int32), [], [],
+                                    np.ones(10, np.uint8))
     with pytest.raises(ValueError, match="exceeds max_seq_length 8"):
         encoder.encode(masked, 4, 0)
 

@@ -5,14 +5,17 @@ Lines are split like Python's text mode (the original opened files with mode "r"
 "\\r\\n" and a lone "\\r" all end a line. Bytes that are not UTF-8 are replaced by U+FFFD
 (like `errors="replace"`) and counted, where the original crashed.
 
-Documents are stored compactly: one array of token ids per document plus the offsets where its
-sentences end, so a file's documents cost 2 bytes per token (4 for vocabularies over 65,535
-ids) instead of a Python list of int objects per sentence.
+Documents are stored compactly: one numpy array of token ids per document plus the offsets
+where its sentences end, so a file's documents cost 2 bytes per token (4 for vocabularies over
+65,535 ids) instead of a Python list of int objects per sentence, and segments are slices
+(views) of it.
 """
 
 import array
 import dataclasses
 import os
+
+import numpy as np
 
 _LINES_PER_BATCH = 4096
 
@@ -108,7 +111,7 @@ def read_documents(path, line_encoder, typecode):
     def close_document():
         nonlocal tokens, bounds
         if len(bounds) > 1:
-            documents.append(Document(tokens, bounds))
+            documents.append(Document(np.frombuffer(tokens, dtype=_DTYPES[typecode]), bounds))
             tokens = array.array(typecode)
             bounds = array.array("q", [0])
 
@@ -129,9 +132,12 @@ def read_documents(path, line_encoder, typecode):
     return documents, stats
 
 
+_DTYPES = {"H": np.uint16, "i": np.int32}
+
+
 def token_typecode(num_ids):
     """The smallest array typecode that holds ids 0..num_ids-1."""
-    return "H" if num_ids <= 1 << 16 else "l"
+    return "H" if num_ids <= 1 << 16 else "i"
 
 
 def check_not_empty(path):

@@ -24,6 +24,8 @@ uniformly random order without shuffling all ~400 candidates of a 512-token sequ
 import bisect
 import dataclasses
 
+import numpy as np
+
 
 @dataclasses.dataclass
 class MaskingStats:
@@ -37,6 +39,8 @@ class MaskingStats:
 
 
 class MaskedSequence:
+    """`tokens` and `token_boundary` are numpy arrays (int32, uint8), positions/labels lists."""
+
     __slots__ = ("tokens", "positions", "labels", "token_boundary")
 
     def __init__(self, tokens, positions, labels, token_boundary):
@@ -70,7 +74,7 @@ class Masker:
 
     def __init__(self, vocab, masked_lm_prob, max_predictions_per_seq, ngram=3,
                  favor_shorter_ngram=True, do_whole_word_mask=True, do_permutation=False):
-        self.start_flags = vocab.start_flags
+        self.start_flags = np.frombuffer(vocab.start_flags, dtype=np.uint8)
         self.mask_id = vocab.mask_id
         self.replacement_ids = vocab.replacement_ids
         self.masked_lm_prob = masked_lm_prob
@@ -85,7 +89,7 @@ class Masker:
         """Positions where a candidate begins, then the end sentinel (the last [SEP])."""
         if not self.do_whole_word_mask:
             return list(range(1, sep_position)) + list(range(sep_position + 1, last_position + 1))
-        starts = [i for i, flag in enumerate(token_boundary) if flag]
+        starts = np.flatnonzero(token_boundary).tolist()
         # Drop [CLS] and [SEP] (they are flagged but never candidates), keep the last [SEP] as
         # the sentinel; the first piece after [CLS] starts a candidate whatever it is.
         del starts[bisect.bisect_left(starts, sep_position)]
@@ -97,11 +101,11 @@ class Masker:
 
     def mask(self, tokens, sep_position, rng):
         """Masks `tokens` ([CLS] A [SEP] B [SEP], ids; [SEP] of A at `sep_position`)."""
+        tokens = np.asarray(tokens, dtype=np.int32)
         num_tokens = len(tokens)
-        flags = self.start_flags
-        token_boundary = [flags[token] for token in tokens]
+        token_boundary = self.start_flags[tokens]  # One table lookup for the whole sequence.
         token_boundary[0] = token_boundary[sep_position] = token_boundary[-1] = 1
-        output = list(tokens)
+        output = tokens.copy()
         if self.masked_lm_prob == 0:
             return MaskedSequence(output, [], [], token_boundary)
         budget = masking_budget(num_tokens, self.masked_lm_prob, self.max_predictions_per_seq)
@@ -111,9 +115,9 @@ class Masker:
         stats = self.stats
         mask_id = self.mask_id
         replacement_ids = self.replacement_ids
-        predictions = []
+        originals = tokens[masked].tolist()
+        predictions = list(zip(masked, originals))
         for position in masked:
-            predictions.append((position, tokens[position]))
             if rng.random() < 0.8:
                 output[position] = mask_id
                 stats.replaced_by_mask += 1
@@ -126,10 +130,9 @@ class Masker:
             selected = sorted(self._choose(starts, sep_position, covered, budget, rng))
             permuted = list(selected)
             rng.shuffle(permuted)
-            before = list(output)
-            for source, target in zip(selected, permuted):
-                output[source] = before[target]
-                predictions.append((source, before[source]))
+            before = output.copy()
+            output[selected] = before[permuted]
+            predictions.extend(zip(selected, tokens[selected].tolist()))
             stats.permuted += len(selected)
         predictions.sort()
         return MaskedSequence(output, [p for p, _ in predictions], [t for _, t in predictions],
@@ -142,14 +145,17 @@ class Masker:
         cumulative = self._cumulative
         stats = self.stats
         chosen = []
+        random = rng.random
         for k in range(num_candidates):
             room = budget - len(chosen)
             if room <= 0:
                 break
-            j = rng.randrange(k, num_candidates)
+            # Uniform in [k, num_candidates): int(random() * m) is biased by < m / 2**53 and
+            # five times faster than randrange, which matters at ~15 draws per sequence.
+            j = k + int(random() * (num_candidates - k))
             order[k], order[j] = order[j], order[k]
             first = order[k]
-            n = bisect.bisect_right(cumulative, rng.random()) + 1
+            n = bisect.bisect_right(cumulative, random()) + 1
             stats.sampled_ngrams[n] += 1
             for words in range(n, 0, -1):
                 low = starts[first]

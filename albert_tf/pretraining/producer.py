@@ -16,6 +16,8 @@ import hashlib
 import os
 import random
 
+import numpy as np
+
 from albert_tf.pretraining import documents as documents_lib
 from albert_tf.pretraining import instances as instances_lib
 from albert_tf.pretraining import masking
@@ -121,13 +123,15 @@ def produce(path, resources, chunk_size=128):
             for tokens_a, tokens_b, kind in instances_lib.segment_pairs(
                     documents, document_index, max_num_tokens, options.short_seq_prob,
                     options.random_next_sentence, rng):
-                tokens = [cls_id]
-                tokens += tokens_a
-                tokens.append(sep_id)
-                tokens += tokens_b
-                tokens.append(sep_id)
-                masked = masker.mask(tokens, len(tokens_a) + 1, rng)
-                record = encode(masked, len(tokens_a), 0 if kind == instances_lib.IN_ORDER else 1)
+                len_a = len(tokens_a)
+                tokens = np.empty(len_a + len(tokens_b) + 3, dtype=np.int32)
+                tokens[0] = cls_id
+                tokens[1:len_a + 1] = tokens_a
+                tokens[len_a + 1] = sep_id
+                tokens[len_a + 2:-1] = tokens_b
+                tokens[-1] = sep_id
+                masked = masker.mask(tokens, len_a + 1, rng)
+                record = encode(masked, len_a, 0 if kind == instances_lib.IN_ORDER else 1)
                 stats.instances += 1
                 stats.tokens += len(tokens)
                 stats.predictions += len(masked.positions)

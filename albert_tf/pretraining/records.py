@@ -16,6 +16,7 @@ protobuf wire format directly: building the message through the protobuf API too
 The tests compare these bytes with TensorFlow's serialization.
 """
 
+import functools
 import struct
 
 # tf.train.Example wire format: Example.features = 1; Features.feature = 1 (map entries with
@@ -25,9 +26,6 @@ _LEN_FIELD_2 = b"\x12"
 _LEN_FIELD_3 = b"\x1a"
 _FLOAT_ONE = struct.pack("<f", 1.0)
 _FLOAT_ZERO = struct.pack("<f", 0.0)
-
-FEATURE_NAMES = ("input_ids", "input_mask", "masked_lm_ids", "masked_lm_positions",
-                 "masked_lm_weights", "next_sentence_labels", "segment_ids", "token_boundary")
 
 # TFRecord frame: uint64 length, uint32 masked CRC of the length, data, uint32 masked CRC.
 _FRAME_HEADER = 12
@@ -42,6 +40,9 @@ def varint(value):
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_length_varint = functools.lru_cache(maxsize=65536)(varint)
 
 
 def _length_delimited(tag, payload):
@@ -64,21 +65,43 @@ def _float_feature(packed_values):
 class ExampleEncoder:
     """Serializes instances for fixed max_seq_length and masked_lm length.
 
-    `id_varints[i]` is the varint written for internal id i (the vocabulary's pseudo id for
-    unknown word-continuations is written as the unk id).
+    The internal pseudo id for unknown word-continuations (see `vocabulary`) is written as the
+    unk id. Features of fixed byte length (0/1 lists, weights, the label) get precomputed
+    prefixes, so only input_ids and the masked_lm ids/positions are wrapped per instance.
     """
 
     def __init__(self, max_seq_length, masked_lm_length, vocab):
         self.max_seq_length = max_seq_length
         self.masked_lm_length = masked_lm_length
-        largest = max(vocab.size, max_seq_length)
-        self._varints = [varint(i) for i in range(largest + 1)]
+        self._varints = [varint(i) for i in range(max(vocab.size, max_seq_length) + 1)]
         self._id_varints = list(self._varints)
         self._id_varints[vocab.unknown_continuation_id] = varint(vocab.unk_id)
-        self._keys = {name: _length_delimited(_LEN_FIELD_1, name.encode()) for name in FEATURE_NAMES}
+        self._keys = {name: _length_delimited(_LEN_FIELD_1, name.encode("utf-8"))
+                      for name in ("input_ids", "masked_lm_ids", "masked_lm_positions")}
+        self._prefix = {}
+        for name, payload_length, float_list in (
+                ("input_mask", max_seq_length, False), ("segment_ids", max_seq_length, False),
+                ("token_boundary", max_seq_length, False),
+                ("masked_lm_weights", 4 * masked_lm_length, True),
+                ("next_sentence_labels", 1, False)):
+            entry = _entry(name, b"\x00" * payload_length, float_list)
+            self._prefix[name] = entry[:len(entry) - payload_length]
+        self._weights = [_FLOAT_ONE * k + _FLOAT_ZERO * (masked_lm_length - k)
+                         for k in range(masked_lm_length + 1)]
 
-    def _entry(self, name, feature):
-        return _length_delimited(_LEN_FIELD_1, self._keys[name] + _length_delimited(_LEN_FIELD_2, feature))
+    def _variable_entry(self, name, packed_values):
+        """`_entry(name, packed_values)` for an int64 list, copying the values only once."""
+        if not packed_values:
+            return _entry(name, packed_values)
+        key = self._keys[name]
+        values_length = _length_varint(len(packed_values))
+        list_length = 1 + len(values_length) + len(packed_values)
+        feature_length = _length_varint(1 + len(_length_varint(list_length)) + list_length)
+        inner_length = len(key) + 1 + len(feature_length) + 1 + len(
+            _length_varint(list_length)) + list_length
+        return b"".join((_LEN_FIELD_1, _length_varint(inner_length), key, _LEN_FIELD_2,
+                         feature_length, _LEN_FIELD_3, _length_varint(list_length), _LEN_FIELD_1,
+                         values_length, packed_values))
 
     def encode(self, masked, len_a, next_sentence_label):
         """The serialized Example of a `masking.MaskedSequence` whose A segment has `len_a` ids."""
@@ -94,27 +117,34 @@ class ExampleEncoder:
                              f"{self.masked_lm_length}")
         id_varints = self._id_varints
         varints = self._varints
+        prefix = self._prefix
         zeros = b"\x00" * pad
         prediction_zeros = b"\x00" * prediction_pad
-        # 0/1 values are single-byte varints, so bytes() of the list is already the encoding.
-        features = {
-            "input_ids": b"".join([id_varints[t] for t in masked.tokens]) + zeros,
-            "input_mask": b"\x01" * num_tokens + zeros,
-            "masked_lm_ids": b"".join([id_varints[t] for t in masked.labels]) + prediction_zeros,
-            "masked_lm_positions": (b"".join([varints[p] for p in masked.positions])
-                                    + prediction_zeros),
-            "next_sentence_labels": varints[next_sentence_label],
-            "segment_ids": (b"\x00" * (len_a + 2) + b"\x01" * (num_tokens - len_a - 2) + zeros),
-            "token_boundary": bytes(masked.token_boundary) + zeros,
-        }
-        weights = _FLOAT_ONE * num_predictions + _FLOAT_ZERO * prediction_pad
-        entries = []
-        for name in FEATURE_NAMES:
-            if name == "masked_lm_weights":
-                entries.append(self._entry(name, _float_feature(weights)))
-            else:
-                entries.append(self._entry(name, _int64_feature(features[name])))
+        # Sorted by feature name, as deterministic serialization orders map entries.
+        entries = (
+            self._variable_entry(
+                "input_ids", b"".join([id_varints[t] for t in masked.tokens.tolist()]) + zeros),
+            # 0/1 values are single-byte varints: the bytes are already the packed encoding.
+            prefix["input_mask"] + b"\x01" * num_tokens + zeros,
+            self._variable_entry(
+                "masked_lm_ids", b"".join([id_varints[t] for t in masked.labels]) + prediction_zeros),
+            self._variable_entry(
+                "masked_lm_positions",
+                b"".join([varints[p] for p in masked.positions]) + prediction_zeros),
+            prefix["masked_lm_weights"] + self._weights[num_predictions],
+            prefix["next_sentence_labels"] + varints[next_sentence_label],
+            prefix["segment_ids"] + b"\x00" * (len_a + 2) + b"\x01" * (num_tokens - len_a - 2)
+            + zeros,
+            prefix["token_boundary"] + bytes(masked.token_boundary) + zeros,
+        )
         return _length_delimited(_LEN_FIELD_1, b"".join(entries))
+
+
+def _entry(name, packed_values, float_list=False):
+    """One Features map entry: key, then the Feature holding the packed list."""
+    feature = _float_feature(packed_values) if float_list else _int64_feature(packed_values)
+    key = _length_delimited(_LEN_FIELD_1, name.encode("utf-8"))
+    return _length_delimited(_LEN_FIELD_1, key + _length_delimited(_LEN_FIELD_2, feature))
 
 
 def read_frames(reader):

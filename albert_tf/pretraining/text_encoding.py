@@ -29,11 +29,9 @@ class LineEncoder:
         self.do_lower_case = do_lower_case
         tokenizer = vocab.tokenizer
         if vocab.is_sentencepiece:
-            sp_model = tokenizer.sp_model
             self._recheck_ids = frozenset(
-                [sp_model.unk_id()]
-                + [i for i in range(sp_model.GetPieceSize())
-                   if len(sp_model.IdToPiece(i)) > 1 and sp_model.IdToPiece(i).endswith(",")])
+                [vocab.unk_id] + [token_id for piece, token_id in tokenizer.vocab.items()
+                                  if len(piece) > 1 and piece.endswith(",")])
 
     def encode(self, lines):
         """Token ids for each line in `lines` (str, newline already removed)."""
