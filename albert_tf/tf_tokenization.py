@@ -6,7 +6,10 @@ so a serving signature can take raw text. Exactness does not rest on ICU and Ten
 with Python: the per-character rules (NFKD with combining marks dropped, `str.lower`, `str.isspace`,
 `str.isdigit`) are tabulated from Python's own `unicodedata`/`str` at construction time and stored
 in the graph, and `str.lower`'s one context rule (a capital sigma at the end of a word becomes
-"ς", Unicode's Final_Sigma) is computed in the graph.
+"ς", Unicode's Final_Sigma) is computed in the graph. (tensorflow-text's ICU-based
+`normalize_utf8(..., "NFKD")` was checked and not used: its Unicode 16 tables decompose 118 code
+points differently from Python 3.11's Unicode 14, and it cannot report which input character an
+output character came from, which the offsets need.)
 
 Offsets (`tokenize_with_offsets`) are byte offsets into the ORIGINAL input strings (UTF-8), start
 inclusive and end exclusive, such that `input[start:end]` is the text a token came from:

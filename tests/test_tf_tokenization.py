@@ -61,6 +61,15 @@ def test_unicode_cases_match_python(tokenizers, lower):
         python_ids(full, text, lower) for text in UNICODE_CASES]
 
 
+def test_invalid_utf8_is_dropped_like_python(tokenizers):
+    in_graph, full = tokenizers[True]
+    raw = [b"a\xffb", b"\xe2\x96x y", b"caf\xc3", b"\xf0\x9f\x98", b"\xc0\xafq", b"ok\x80\x80 1,000,"]
+    assert in_graph.preprocess(tf.constant(raw)).numpy().tolist() == [
+        tokenization.preprocess_text(text, lower=True).encode("utf-8") for text in raw]
+    assert in_graph.tokenize(tf.constant(raw)).to_list() == [
+        python_ids(full, text, True) for text in raw]
+
+
 def test_final_sigma_is_computed_in_the_graph(tokenizers):
     in_graph, _ = tokenizers[True]
     texts = ["ΣΑΣ", "ΑΣ.", "Σ", "aΣ\u0345b", "ΑΣ'Α"]
