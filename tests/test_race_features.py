@@ -5,7 +5,7 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf import tokenization
-from albert_tf.race import cache, examples, features, reader
+from albert_tf.race import cache, examples, features, prepare, reader
 from tests import race_fixtures
 
 CLS, SEP = 2, 3
@@ -147,3 +147,28 @@ def test_cache_names_change_with_every_setting_they_depend_on(tmp_path, spm_mode
     assert cache.cache_path("/c/train", "/out", keys[0]) == f"/c/train.{keys[0]}.tf_record"
     # Level order does not depend on the order the flags produced them in.
     assert cache.cache_key(**{**base, "levels": ("high", "middle")}) == keys[0]
+
+
+def test_wordpiece_vocabulary_path(tmp_path):
+    data = race_fixtures.make_articles(1)
+    race_fixtures.write_all_txt(tmp_path, "dev", data)
+    words = sorted({word for article in data["middle"] + data["high"]
+                    for text in [article["article"], *article["questions"],
+                                 *sum(article["options"], [])]
+                    for word in tokenization.BasicTokenizer(True).tokenize(text)})
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]"] + words) + "\n")
+    settings = prepare.CacheSettings(str(tmp_path), reader.LEVELS, 64, 16, True,
+                                     vocab_file=str(vocab_file), default_dir=str(tmp_path))
+    path = prepare.prepare_split(settings, "dev")
+    assert f"vocab{cache.vocabulary_fingerprint(str(vocab_file))}" in path
+    record = next(cache.dataset(path, 64).as_numpy_iterator())
+    vocab = vocab_file.read_text().splitlines()
+    tokens = [vocab[i] for i, m in zip(record["input_ids"][0], record["input_mask"][0]) if m]
+    article = data["middle"][0]
+    question = f"{article['questions'][0]} {article['options'][0][0]}".lower()
+    qa = tokenization.BasicTokenizer(True).tokenize(question)
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert tokens[-1 - len(qa):-1] == qa
+    assert tokens[1:4] == article["article"].lower().split()[:3]
+    assert "[UNK]" not in tokens
