@@ -7,6 +7,7 @@ whatever `num_workers` is.
 """
 
 import os
+import resource
 import time
 
 from absl import logging
@@ -33,6 +34,7 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
     `input_file`/`output_file` are the flags' comma-separated strings (input items are globs).
     """
     start = time.monotonic()
+    cpu_start = _cpu_seconds()
     options.validate()
     input_files = file_patterns.expand(input_file, "--input_file")
     for path in input_files:
@@ -76,10 +78,19 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
                              stats.path, stats.documents, stats.instances, stats.replaced_bytes)
     elapsed = time.monotonic() - start
     summary = summary_lib.build(file_stats, writer.counts, options, num_workers, elapsed,
-                                plan.summary_path)
+                                _cpu_seconds() - cpu_start, plan.summary_path)
     summary_lib.write(plan.summary_path, summary)
     _log_summary(summary, plan.summary_path)
     return summary
+
+
+def _cpu_seconds():
+    """User + system CPU time of this process and of its finished (joined) worker processes."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
 def _log_summary(summary, summary_path):

@@ -17,7 +17,8 @@ from albert_tf.pretraining import outputs as outputs_lib
 from albert_tf.pretraining import records
 
 
-def build(file_stats, output_counts, options, num_workers, elapsed_seconds, summary_path):
+def build(file_stats, output_counts, options, num_workers, elapsed_seconds, cpu_seconds,
+          summary_path):
     """The summary dict: totals first, then per input file and per output file."""
     def total(name):
         return sum(getattr(stats, name) for stats in file_stats)
@@ -73,6 +74,9 @@ def build(file_stats, output_counts, options, num_workers, elapsed_seconds, summ
         "options": dataclasses.asdict(options),
         "num_workers": num_workers,
         "elapsed_seconds": round(elapsed_seconds, 3),
+        # CPU time of the run and its workers: on a shared machine, instances per CPU-second is
+        # the steadier speed figure.
+        "cpu_seconds": round(cpu_seconds, 3),
         "instances_per_second": round(instances / elapsed_seconds, 1) if elapsed_seconds else None,
         "input_files": [_file_entry(stats) for stats in file_stats],
     }
