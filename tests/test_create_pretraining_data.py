@@ -208,6 +208,17 @@ def test_a_failure_in_a_later_file_writes_nothing(small_inputs, spm_model_file, 
     assert os.listdir(tmp_path / "out") == []  # Not even hidden temporaries.
 
 
+@pytest.mark.slow
+def test_a_worker_error_reaches_the_parent(small_inputs, spm_model_file, tmp_path):
+    blank = _write(tmp_path / "zz-blank.txt", b"\n \n")
+    with pytest.raises(ValueError, match="zz-blank.txt: input file contains no text") as error:
+        create_data.create_pretraining_data(
+            f"{small_inputs[0]},{small_inputs[1]},{blank}", str(tmp_path / "out" / "x"),
+            _options(spm_model_file), num_workers=2)
+    assert any("in a data worker process" in note for note in error.value.__notes__)
+    assert os.listdir(tmp_path / "out") == []
+
+
 def _write(path, data):
     path.write_bytes(data)
     return str(path)

@@ -12,6 +12,7 @@ from albert_tf.pretraining import documents
 from albert_tf.pretraining import instances
 from albert_tf.pretraining import masking
 from albert_tf.pretraining import options as options_lib
+from albert_tf.pretraining import progress
 from albert_tf.pretraining import records
 from albert_tf.pretraining import text_encoding
 from albert_tf.pretraining import vocabulary
@@ -375,3 +376,14 @@ def test_budget_cap_note_names_the_numbers():
     note = options_lib.DataOptions(spm_model_file="m").budget_cap_note()
     assert "round(512 x 0.15) = 77" in note and "--max_predictions_per_seq=20" in note
     assert options_lib.DataOptions(spm_model_file="m", max_seq_length=128).budget_cap_note() is None
+
+
+def test_progress_line_weighs_files_by_size():
+    now = [0.0]
+    tracker = progress.Progress([100, 300], interval_seconds=60, clock=lambda: now[0])
+    now[0] = 2.0
+    tracker.chunk(0, 10, 0.5, 5)  # half of the 100-byte file: 50 of 400 bytes done
+    assert tracker.line() == ("files 0/2, documents 5, instances 10, 5 instances/s, "
+                              "12.5% done, ETA 0:00:14")
+    tracker.file_done(0)
+    assert tracker.done_fraction() == 0.25

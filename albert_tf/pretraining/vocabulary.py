@@ -71,7 +71,3 @@ class Vocabulary:
     def from_files(cls, vocab_file, spm_model_file, do_lower_case):
         """Loads the tokenizer the way the original script did (spm model wins over vocab)."""
         return cls(tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file))
-
-    def output_id(self, token_id):
-        """The id written to the TFRecord for an id used internally."""
-        return self.unk_id if token_id == self.unknown_continuation_id else token_id
