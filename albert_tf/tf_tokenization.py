@@ -37,10 +37,11 @@ from albert_tf import tokenization
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
 _FINAL_SIGMA = 0x3C2
-# Code points worth tabulating: everything assigned in Unicode 14 lies below 0x32000 or in the
-# tag/variation-selector block; the remaining planes are unassigned or private use, which
-# NFKD, lower() and isspace() leave alone.
-_TABULATED_RANGES = (range(0, 0xD800), range(0xE000, 0x32000), range(0xE0000, 0xE1000))
+# Code points worth tabulating: planes 0-3 (everything assigned up to Unicode 16 except the
+# tag/variation-selector block, which is listed too). Planes 4-13 are unassigned and 15-16 are
+# private use, which NFKD, lower(), isspace() and isdigit() leave alone; surrogates cannot
+# occur in UTF-8.
+_TABULATED_RANGES = (range(0, 0xD800), range(0xE000, 0x40000), range(0xE0000, 0xE1000))
 # Character classes for Final_Sigma, probed from Python's own str.lower().
 _OTHER, _CASE_IGNORABLE, _CASED = 0, 1, 2
 
@@ -75,7 +76,7 @@ def _unicode_tables():
                 # Only U+0130 lowercases to two characters, and NFKD has already turned it into
                 # "I" + a dropped combining dot, so lowercasing never sees it.
                 if kept == char:
-                    raise AssertionError(f"U+{cp:04X}: multi-character lowercase survives NFKD")
+                    raise RuntimeError(f"U+{cp:04X}: multi-character lowercase survives NFKD")
                 continue
             lower_keys.append(cp)
             lower_values.append(ord(lowered))
