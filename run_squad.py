@@ -12,6 +12,7 @@ default (spec §2.4), the shared training flags, and new: --version_2_with_negat
 
 import os
 
+import tensorflow as tf
 from absl import app, flags, logging
 
 from albert_tf import checkpoints
@@ -120,7 +121,7 @@ def _export_checkpoint(options):
     best = os.path.join(options.output_dir, checkpoints.BEST_CHECKPOINT_NAME)
     for candidate in (best, checkpoints.latest_checkpoint(options.output_dir),
                       options.init_checkpoint):
-        if candidate and os.path.exists(candidate + ".index"):
+        if candidate and tf.io.gfile.exists(candidate + ".index"):
             return candidate
     raise app.UsageError(f"--export_dir: no checkpoint in {options.output_dir} and no "
                          "--init_checkpoint")

@@ -139,7 +139,9 @@ class AlbertSquadV2(keras.Model):
                 end_top_index=tf.reshape(end_top_index, [-1, beam]))
 
         cls_feature = sequence[:, 0]
-        start_feature = tf.einsum("bsh,bs->bh", sequence, tf.nn.softmax(start_masked, -1))
+        # Σ_s softmax(start)_s · h_s, without tf.einsum so the graph converts to TFLite.
+        start_feature = tf.reduce_sum(sequence * tf.nn.softmax(start_masked, -1)[:, :, None],
+                                      axis=1)
         answer = self.answer_dense_0(tf.concat([start_feature, cls_feature], axis=-1))
         answer = self.answer_dropout(answer, training=training)
         outputs["cls_logits"] = tf.squeeze(self.answer_dense_1(answer), -1)

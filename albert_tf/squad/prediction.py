@@ -9,6 +9,8 @@ threshold on `null_odds` (min `cls_logits`, a logit) is one of
   * the best-F1 threshold on a separate labelled set (`--threshold_predict_file`), or
   * by default the best-F1 threshold on the predict set itself; the results then say so
     (`null_threshold_chosen_on = predict_file (tuned on the evaluated set, not held out)`).
+A chosen threshold is moved half-way to the next higher no-answer score (`midpoint_threshold`):
+the official search returns a score some question sits exactly on.
 The predictions at that threshold ("" = no answer) are scored as they are with the official
 v2.0 logic: `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*`.
 """
@@ -101,5 +103,16 @@ class SquadEvaluator:
         _, threshold = evaluation.find_best_thresh(
             best_texts, f1_raw, null_odds, evaluation.make_qid_to_has_ans(labelled.dataset),
             initial_thresh=float("-inf"))
+        threshold = midpoint_threshold(threshold, null_odds.values())
         logging.info("No-answer threshold %.6g chosen on %s", threshold, source)
         return threshold, source
+
+
+def midpoint_threshold(threshold, null_scores):
+    """Moves the official threshold (the no-answer score of the last question it answers, so a
+    question sits exactly on it) half-way to the next higher score: the same decisions on the
+    tuning set, with a margin on both sides for other sets and float rounding."""
+    above = [s for s in null_scores if s > threshold]
+    if not above or not np.isfinite(threshold):
+        return threshold
+    return (threshold + min(above)) / 2.0

@@ -194,7 +194,8 @@ def evaluate_checkpoints(trainer, evaluator, options, last_step):
     if not tf.io.gfile.exists(best + ".index"):
         logging.warning("No checkpoint was evaluated in %s", output_dir)
         return None
-    results = evaluate(best)
-    io_utils.append_text(results_path,
-                         f"best perf happened at step: {summary['best_step']}\n")
+    results = dict(evaluate(best), global_step=summary["best_step"])
+    lines = [f"{key} = {results[key]}" for key in sorted(results)]
+    io_utils.append_text(results_path, "\n".join(
+        lines + [f"best perf happened at step: {summary['best_step']}"]) + "\n")
     return results
