@@ -55,7 +55,7 @@ class SelfAttention(keras.layers.Layer):
             return (tf.einsum("BFH,HND->BFND", inputs, tf.reshape(kernel, (self.hidden_size, *heads)))
                     + tf.reshape(bias, heads))
         batch_size, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
-        flat = tf.matmul(tf.reshape(inputs, (-1, self.hidden_size)), kernel) + bias
+        flat = tf.nn.bias_add(tf.matmul(tf.reshape(inputs, (-1, self.hidden_size)), kernel), bias)
         return tf.reshape(flat, (batch_size, length, *heads))
 
     def _attend(self, query, key, value, adder, training):
@@ -77,8 +77,9 @@ class SelfAttention(keras.layers.Layer):
             kernel = tf.reshape(self.output_kernel, (self.num_heads, self.head_size, self.hidden_size))
             return tf.einsum("BFND,NDH->BFH", context, kernel) + self.output_bias
         batch_size, length = tf.shape(context)[0], tf.shape(context)[1]
-        flat = tf.matmul(tf.reshape(context, (-1, self.hidden_size)), self.output_kernel)
-        return tf.reshape(flat + self.output_bias, (batch_size, length, self.hidden_size))
+        flat = tf.nn.bias_add(tf.matmul(tf.reshape(context, (-1, self.hidden_size)), self.output_kernel),
+                              self.output_bias)
+        return tf.reshape(flat, (batch_size, length, self.hidden_size))
 
     def call(self, inputs, input_mask, training=False):
         adder = attention_adder(input_mask)

@@ -84,19 +84,18 @@ class Dense(keras.layers.Layer):
 
     def call(self, inputs):
         if inputs.shape.rank == 3 and self.use_einsum:
-            outputs = tf.einsum("BFH,HO->BFO", inputs, self.kernel)
-        elif inputs.shape.rank == 2:
-            outputs = tf.matmul(inputs, self.kernel)
-        else:
-            flat = tf.reshape(inputs, [-1, self.input_width])
-            outputs = tf.reshape(
-                tf.matmul(flat, self.kernel),
-                tf.concat([tf.shape(inputs)[:-1], [self.output_width]], axis=0))
-        if self.bias is not None:
-            outputs = outputs + self.bias
-        if self.activation is not None:
-            outputs = self.activation(outputs)
-        return outputs
+            return self._activate(self._add_bias(tf.einsum("BFH,HO->BFO", inputs, self.kernel)))
+        if inputs.shape.rank == 2:
+            return self._activate(self._add_bias(tf.matmul(inputs, self.kernel)))
+        # MatMul + BiasAdd (+ activation) on the 2-D view: a pattern oneDNN fuses into one kernel.
+        flat = self._activate(self._add_bias(tf.matmul(tf.reshape(inputs, [-1, self.input_width]), self.kernel)))
+        return tf.reshape(flat, tf.concat([tf.shape(inputs)[:-1], [self.output_width]], axis=0))
+
+    def _add_bias(self, outputs):
+        return outputs if self.bias is None else tf.nn.bias_add(outputs, self.bias)
+
+    def _activate(self, outputs):
+        return outputs if self.activation is None else self.activation(outputs)
 
     def checkpoint_variables(self):
         names = [("kernel", self.kernel)]
