@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -208,7 +209,6 @@ def test_a_failure_in_a_later_file_writes_nothing(small_inputs, spm_model_file, 
     assert os.listdir(tmp_path / "out") == []  # Not even hidden temporaries.
 
 
-@pytest.mark.slow
 def test_a_worker_error_reaches_the_parent(small_inputs, spm_model_file, tmp_path):
     blank = _write(tmp_path / "zz-blank.txt", b"\n \n")
     with pytest.raises(ValueError, match="zz-blank.txt: input file contains no text") as error:
@@ -217,6 +217,44 @@ def test_a_worker_error_reaches_the_parent(small_inputs, spm_model_file, tmp_pat
             _options(spm_model_file), num_workers=2)
     assert any("in a data worker process" in note for note in error.value.__notes__)
     assert os.listdir(tmp_path / "out") == []
+
+
+def _worker_pids():
+    pids = []
+    for child in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split():
+        try:
+            if b"albert_tf.pretraining.workers" in open(f"/proc/{child}/cmdline", "rb").read():
+                pids.append(int(child))
+        except OSError:
+            pass
+    return pids
+
+
+def test_a_killed_worker_is_reported_with_its_file(real_data, spm_model_file, tmp_path):
+    killed = []
+
+    def kill_a_worker():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            pids = _worker_pids()
+            if pids:
+                time.sleep(0.5)  # Inside its first file.
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_a_worker)
+    killer.start()
+    try:
+        with pytest.raises(RuntimeError, match=r"data worker process \d+ died with exit code -9 "
+                                               r"while processing .*brown-0\d.txt"):
+            create_data.create_pretraining_data(
+                ",".join(real_data["brown"]), str(tmp_path / "out" / "x"),
+                _options(spm_model_file, dupe_factor=20), num_workers=2)
+    finally:
+        killer.join()
+    assert killed and _worker_pids() == []  # The other worker was ended too.
+    assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
 
 
 def _write(path, data):

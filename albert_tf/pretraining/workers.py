@@ -3,23 +3,30 @@
 Either way the caller gets the same events, in arrival order:
   ("chunk", file_index, records, fraction_done, num_documents)
   ("done", file_index, FileStats)
-Worker processes are started with "spawn" (the parent has TensorFlow loaded, which must not be
-forked) and never import TensorFlow. Each takes the next file from a shared task queue, so
-big and small files balance out. The event queue is bounded: a worker waits while the parent
-is behind, so memory stays bounded. A worker error is re-raised in the parent with the
-worker's traceback attached; a worker that dies (e.g. killed) is reported with the file it
-had. Leaving the context terminates the workers.
+
+Worker processes are fresh interpreters running `python -m albert_tf.pretraining.workers`,
+talking to the parent over two pipes (tasks in, events out). Unlike multiprocessing's "spawn"
+they do not re-import the caller's main module, so they never load TensorFlow (~4 s and
+~600 MB each) even when the caller's script imports it, and a script needs no
+`if __name__ == "__main__"` guard; and the parent, which has TensorFlow's threads, is never
+forked. Each worker gets its next file when it finishes one, so big and small files balance
+out. A pipe holds little, so a worker waits while the parent is behind: memory stays bounded.
+A worker's exception is re-raised in the parent with the worker's traceback attached; a worker
+that dies (e.g. killed) is reported with the file it had. Leaving the context ends the workers.
 """
 
-import multiprocessing
+import collections
 import os
 import pickle
-import queue
+import signal
+import subprocess
+import sys
 import traceback
+from multiprocessing import connection
 
+import albert_tf
 from albert_tf.pretraining import producer
 
-_QUEUE_CHUNKS_PER_WORKER = 4
 _POLL_SECONDS = 1.0
 
 
@@ -62,91 +69,111 @@ def _portable(error):
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _worker_main(options, task_queue, event_queue):
+def _serve(tasks, events):
+    """The worker loop: options, then (file_index, path) tasks until None."""
+    options = tasks.recv()
     try:
         resources = producer.Resources(options)
-    except BaseException as error:
-        event_queue.put(("error", None, _portable(error), traceback.format_exc()))
+    except Exception as error:
+        events.send(("error", None, _portable(error), traceback.format_exc()))
         return
     while True:
-        task = task_queue.get()
+        task = tasks.recv()
         if task is None:
             return
         file_index, path = task
-        event_queue.put(("started", file_index, os.getpid()))
         try:
             for event in file_events(file_index, path, resources):
-                event_queue.put(event)
-        except BaseException as error:
-            event_queue.put(("error", file_index, _portable(error), traceback.format_exc()))
+                events.send(event)
+        except Exception as error:
+            events.send(("error", file_index, _portable(error), traceback.format_exc()))
             return
 
 
+class _Worker:
+    def __init__(self, process, tasks, events):
+        self.process = process
+        self.tasks = tasks
+        self.events = events
+        self.file_index = None
+
+
 class WorkerPool:
-    """num_workers > 1 worker processes fed from a task queue."""
+    """num_workers > 1 worker processes, each fed one file at a time."""
 
     def __init__(self, tasks, options, num_workers):
         self.tasks = tasks
         self.options = options
         self.num_workers = num_workers
-        self.processes = []
+        self.workers = []
 
     def __enter__(self):
-        context = multiprocessing.get_context("spawn")
-        self._task_queue = context.Queue()
-        for task in self.tasks:
-            self._task_queue.put(task)
-        for _ in range(self.num_workers):
-            self._task_queue.put(None)
-        self._event_queue = context.Queue(maxsize=_QUEUE_CHUNKS_PER_WORKER * self.num_workers)
-        for _ in range(self.num_workers):
-            process = context.Process(target=_worker_main, daemon=True,
-                                      args=(self.options, self._task_queue, self._event_queue))
-            process.start()
-            self.processes.append(process)
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(albert_tf.__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        try:
+            for _ in range(self.num_workers):
+                task_read, task_write = os.pipe()
+                event_read, event_write = os.pipe()
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "albert_tf.pretraining.workers", str(task_read),
+                     str(event_write)], pass_fds=(task_read, event_write), env=env)
+                os.close(task_read)
+                os.close(event_write)
+                self.workers.append(_Worker(
+                    process, connection.Connection(task_write, readable=False),
+                    connection.Connection(event_read, writable=False)))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc_info):
-        for process in self.processes:
-            if process.is_alive():
-                process.terminate()
-        for process in self.processes:
-            process.join()
-        for q in (self._task_queue, self._event_queue):
-            q.cancel_join_thread()
-            q.close()
+        for worker in self.workers:
+            if worker.process.poll() is None:
+                worker.process.terminate()
+        for worker in self.workers:
+            worker.process.wait()
+            worker.tasks.close()
+            worker.events.close()
         return False
+
+    def _give_next(self, worker, pending):
+        task = pending.popleft() if pending else None
+        worker.file_index = task[0] if task else None
+        worker.tasks.send(task)
 
     def events(self):
         paths = dict(self.tasks)
-        file_of_pid = {}
+        pending = collections.deque(self.tasks)
+        by_connection = {}
+        for worker in self.workers:
+            worker.tasks.send(self.options)
+            self._give_next(worker, pending)
+            if worker.file_index is not None:
+                by_connection[worker.events] = worker
         remaining = len(self.tasks)
         while remaining:
-            try:
-                event = self._event_queue.get(timeout=_POLL_SECONDS)
-            except queue.Empty:
-                self._check_alive(file_of_pid, paths)
-                continue
-            kind = event[0]
-            if kind == "started":
-                file_of_pid[event[2]] = event[1]
-                continue
-            if kind == "error":
-                _, file_index, error, worker_traceback = event
-                where = paths[file_index] if file_index is not None else "start-up"
-                error.add_note(f"in a data worker process ({where}):\n{worker_traceback}")
-                raise error
-            if kind == "done":
-                remaining -= 1
-            yield event
-
-    def _check_alive(self, file_of_pid, paths):
-        for process in self.processes:
-            if process.exitcode not in (None, 0):
-                file_index = file_of_pid.get(process.pid)
-                where = f" while processing {paths[file_index]}" if file_index is not None else ""
-                raise RuntimeError(f"data worker process {process.pid} died with exit code "
-                                   f"{process.exitcode}{where}")
+            for ready in connection.wait(list(by_connection), timeout=_POLL_SECONDS):
+                worker = by_connection[ready]
+                try:
+                    event = ready.recv()
+                except EOFError:
+                    where = (f" while processing {paths[worker.file_index]}"
+                             if worker.file_index is not None else "")
+                    raise RuntimeError(f"data worker process {worker.process.pid} died with exit "
+                                       f"code {worker.process.wait()}{where}") from None
+                if event[0] == "error":
+                    _, file_index, error, worker_traceback = event
+                    where = paths[file_index] if file_index is not None else "start-up"
+                    error.add_note(f"in a data worker process ({where}):\n{worker_traceback}")
+                    raise error
+                if event[0] == "done":
+                    remaining -= 1
+                    self._give_next(worker, pending)
+                    if worker.file_index is None:
+                        del by_connection[ready]  # It exits; its pipe's end is not a death.
+                yield event
 
 
 def run(tasks, options, num_workers, resources):
@@ -154,3 +181,19 @@ def run(tasks, options, num_workers, resources):
     if num_workers <= 1:
         return InProcess(tasks, resources)
     return WorkerPool(tasks, options, num_workers)
+
+
+def main(argv):
+    """Worker process entry point: `python -m albert_tf.pretraining.workers TASK_FD EVENT_FD`."""
+    # Ctrl-C reaches the whole process group; the parent ends the workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tasks = connection.Connection(int(argv[1]), writable=False)
+    events = connection.Connection(int(argv[2]), readable=False)
+    try:
+        _serve(tasks, events)
+    except (EOFError, BrokenPipeError):
+        pass  # The parent is gone: nothing left to do.
+
+
+if __name__ == "__main__":
+    main(sys.argv)
