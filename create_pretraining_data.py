@@ -14,8 +14,8 @@ import sys
 from absl import app
 from absl import flags
 
-# The library (and with it TensorFlow) is imported in main(): worker processes are spawned and
-# re-import this module, and they must not pay TensorFlow's start-up time and memory.
+from albert_tf.pretraining import create_data
+from albert_tf.pretraining import options as options_lib
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files "
@@ -60,8 +60,6 @@ flags.mark_flag_as_required("output_file")
 
 def main(argv):
     del argv
-    from albert_tf.pretraining import create_data
-    from albert_tf.pretraining import options as options_lib
     options = options_lib.DataOptions(
         vocab_file=FLAGS.vocab_file, spm_model_file=FLAGS.spm_model_file,
         input_file_mode=FLAGS.input_file_mode, do_lower_case=FLAGS.do_lower_case,

@@ -68,10 +68,10 @@ def _memory_kib(pid):
 
 
 def _is_worker(pid):
-    """A spawned worker (after exec; a child between fork and exec is still the parent)."""
+    """A worker process (after exec; a child between fork and exec is still the parent)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return b"spawn_main" in handle.read()
+            return b"albert_tf.pretraining.workers" in handle.read()
     except OSError:
         return False
 
