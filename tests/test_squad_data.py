@@ -298,13 +298,13 @@ def test_feature_cache_round_trip_is_keyed_and_never_pickled(
     with pytest.raises(pickle.UnpicklingError):
         pickle.loads(open(side_path, "rb").read())
     parsed = list(records.tfrecord_dataset(record_path, SEQ, False).as_numpy_iterator())
-    in_memory = list(records.features_dataset(feats, False).as_numpy_iterator())
-    assert len(parsed) == len(in_memory) == len(feats)
-    for a, b in zip(parsed, in_memory):
-        assert set(a) == set(b) == {"unique_ids", "input_ids", "input_mask", "segment_ids",
-                                    "p_mask"}
-        for name in a:
-            np.testing.assert_array_equal(a[name], b[name])
+    assert len(parsed) == len(feats)
+    for record, feature in zip(parsed, feats):
+        assert set(record) == {"unique_ids", "input_ids", "input_mask", "segment_ids", "p_mask"}
+        assert record["unique_ids"] == feature.unique_id
+        for name in records.SEQUENCE_FIELDS:
+            assert record[name].dtype == np.int32
+            np.testing.assert_array_equal(record[name], getattr(feature, name))
 
     # Every flag the features depend on changes the name.
     changed = [

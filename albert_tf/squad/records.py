@@ -5,7 +5,6 @@ Record layout (the original `FeatureWriter`): `unique_ids` int64 scalar; `input_
 `start_positions`, `end_positions`, `is_impossible` int64 scalars. Parsed tensors are int32.
 """
 
-import numpy as np
 import tensorflow as tf
 
 SEQUENCE_FIELDS = ("input_ids", "input_mask", "segment_ids", "p_mask")
@@ -45,15 +44,3 @@ def tfrecord_dataset(path, max_seq_length, is_training):
         return {k: v if k == "unique_ids" else tf.cast(v, tf.int32) for k, v in parsed.items()}
 
     return tf.data.TFRecordDataset(path).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-
-
-def features_dataset(features, is_training):
-    """The same tensors as `tfrecord_dataset`, straight from in-memory `InputFeatures`."""
-    columns = {"unique_ids": np.array([f.unique_id for f in features], dtype=np.int64)}
-    for name in SEQUENCE_FIELDS:
-        columns[name] = np.array([getattr(f, name) for f in features], dtype=np.int32)
-    if is_training:
-        columns["start_positions"] = np.array([f.start_position for f in features], np.int32)
-        columns["end_positions"] = np.array([f.end_position for f in features], np.int32)
-        columns["is_impossible"] = np.array([int(f.is_impossible) for f in features], np.int32)
-    return tf.data.Dataset.from_tensor_slices(columns)
