@@ -26,7 +26,7 @@ def test_trains_and_saves_the_original_layout_keeping_the_newest(tmp_path):
                        iterations_per_loop=7, keep_checkpoint_max=2)
     scalars = trainer.train()
     assert trainer.global_step == 60
-    assert scalars["accuracy"] > 0.9 and scalars["loss"] < 0.3
+    assert scalars["accuracy"] > 0.9 and scalars["loss"] < 0.45  # chance: accuracy 0.5, loss ln 2
     assert {"learning_rate", "examples_per_second", "steps_per_second"} <= set(scalars)
     kept = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "model.ckpt-*.index")))
     assert kept == ["model.ckpt-40.index", "model.ckpt-60.index"]
