@@ -261,6 +261,13 @@ def test_evaluation_stops_when_the_last_step_never_comes(files, tmp_path):
                   "--do_predict", "--num_train_epochs=40", "--eval_timeout_secs=2")
     assert time.time() - started < 60
     assert results is not None and "f1" in results  # step 3 scored and kept as the best
+    # Predict-only into an empty directory scores a fine-tuned --init_checkpoint once.
+    other = str(tmp_path / "other")
+    again = run(files, other, f"--predict_file={files['v1']}", "--do_predict",
+                f"--init_checkpoint={out}/model.ckpt-best")
+    assert again["f1"] == pytest.approx(results["f1"])
+    text = open(os.path.join(other, "eval_results.txt"), encoding="utf-8").read()
+    assert f"checkpoint = {out}/model.ckpt-best" in text and "f1 = " in text
 
 
 @pytest.mark.slow
