@@ -162,6 +162,7 @@ def main(argv):
     model = _vocabulary(inputs)
     megabytes = sum(os.path.getsize(p) for p in inputs) / 1e6
     print(f"corpus: {len(inputs)} files, {megabytes:.2f} MB; vocabulary: {model}", flush=True)
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores)", flush=True)
     plan = [("w1-dupe5", inputs, 5, 1), ("w2-dupe5", inputs, 5, 2),
             ("w2-dupe1", inputs, 1, 2), ("w2-dupe10", inputs, 10, 2),
             ("w2-dupe5-2files", inputs[:2], 5, 2)]
@@ -180,12 +181,14 @@ def main(argv):
               f"{r['wall_instances_per_second']:>11.0f}{r['input_mb_per_second']:>6.2f}"
               f"{r['peak_rss_mib']:>8.0f}M{r['parent_rss_mib']:>10.0f}M"
               f"{r['worker_rss_mib']:>10.0f}M", flush=True)
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
     one, two = results[0], results[1]
     identical = [open(a, "rb").read() for a in _outputs(one)] == [
         open(b, "rb").read() for b in _outputs(two)]
     print(f"\nnum_workers 2 vs 1: {two['instances_per_second'] / one['instances_per_second']:.2f}x"
-          f" after start-up, {two['wall_seconds'] and one['wall_seconds'] / two['wall_seconds']:.2f}x"
-          f" end to end; outputs byte-identical: {identical}")
+          f" after start-up, {one['wall_seconds'] / two['wall_seconds']:.2f}x end to end, "
+          f"{two['instances_per_cpu_second'] / one['instances_per_cpu_second']:.2f}x per CPU-second;"
+          f" outputs byte-identical: {identical}")
     print(f"baseline (original script, issue 3): {BASELINE_INSTANCES_PER_SECOND:.0f} instances/s;"
           f" num_workers=2: {two['instances_per_second'] / BASELINE_INSTANCES_PER_SECOND:.1f}x"
           f" (target 4x)")
