@@ -145,6 +145,7 @@ class Trainer:
         self._train_loop_fn = tf.function(self._train_loop)
         self._eval_step_fn = tf.function(self._eval_step, reduce_retracing=True)
         self._summary_writer = None
+        self._eval_summary_writer = None
 
     def _check_names_cover_trainable_variables(self):
         named = {id(v) for v in self.variables_by_name.values()}
@@ -347,5 +348,3 @@ class Trainer:
             scalars = {k: v for k, v in results.items() if k != "global_step"}
             self._write_summaries(os.path.join(self.config.output_dir, "eval"),
                                   "_eval_summary_writer", results["global_step"], scalars)
-
-    _eval_summary_writer = None
