@@ -2,7 +2,7 @@
 
 The original run_classifier.py's flags and defaults (spec §2.3) on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,
---gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs) and
+--gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs), --seed and
 --allow_random_init. See README.md, "GLUE".
 
     python run_classifier.py --task_name=mrpc --data_dir=glue --output_dir=out/mrpc \
@@ -17,6 +17,7 @@ import math
 import os
 
 from absl import app, flags, logging
+import keras
 
 from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
@@ -59,6 +60,9 @@ flags.DEFINE_float("threshold_to_export", float("nan"), "The threshold value tha
                    "used with the exported classifier. When specified, the threshold will be "
                    "attached to the exported SavedModel, and served along with the "
                    "predictions.")
+flags.DEFINE_integer("seed", None, "Seed of weight initialisation, dropout and shuffling (new; default: "
+                     "unseeded). Results still differ between seeds: the paper reports the "
+                     "median of 5 runs.")
 flags.DEFINE_bool("allow_random_init", False, "Allow --do_train without --init_checkpoint "
                   "(fine-tuning a randomly initialised model; normally a mistake).")
 training_flags.define_training_flags(
@@ -88,6 +92,8 @@ def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict or "
                              "--export_dir must be given.")
+    if FLAGS.seed is not None:
+        keras.utils.set_random_seed(FLAGS.seed)
     albert_config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
     try:
         job = glue_run.ClassifierJob(
