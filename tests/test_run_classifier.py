@@ -261,6 +261,15 @@ def test_stsb_regression_beats_zero_correlation(real_data, spm_model_file, alber
     gold = [truth[r[0]] for r in rows[1:]]
     assert np.corrcoef(gold, scores)[0, 1] > 0.3
 
+    exported = classifier_export.export_from_checkpoint(
+        job, os.path.join(output_dir, "model.ckpt-best"), str(tmp_path / "export"))
+    text = tf.saved_model.load(exported).signatures["text"]
+    raw = job.processor.__class__(use_spm=False).get_test_examples(glue_dir)[:8]
+    outputs = text(text_a=tf.constant([e.text_a for e in raw]), text_b=tf.constant([""] * 8))
+    assert outputs["probabilities"].shape == (8, 1) and outputs["label"].dtype == tf.float32
+    np.testing.assert_allclose(outputs["label"].numpy(), outputs["predictions"].numpy())
+    np.testing.assert_allclose(outputs["predictions"].numpy(), scores[:8], atol=1e-5)
+
 
 @pytest.fixture
 def wordpiece_vocab(tmp_path):
