@@ -240,6 +240,24 @@ class Trainer:
             logging.info("Warm start from %s: %s", self.config.init_checkpoint, report)
         return self.global_step
 
+    def train_iterator(self):
+        """An iterator over the distributed training batches (for `train_steps`)."""
+        return iter(self._train_dataset())
+
+    def train_steps(self, iterator, num_steps):
+        """`num_steps` updates in one tf.function call, no checkpoint or log; returns the mean
+        loss. Raises NonFiniteLossError naming the step of a NaN/Inf loss."""
+        step = self.global_step
+        steps_done, loss_sum, bad_loss = self._train_loop_fn(iterator, tf.constant(num_steps))
+        steps_done = int(steps_done)
+        if steps_done < num_steps:
+            bad_step = step + steps_done
+            raise NonFiniteLossError(
+                f"loss became {float(bad_loss)} at global_step {bad_step} (the update that "
+                f"would have made step {bad_step + 1}); stopped without saving. The last good "
+                f"checkpoint is {self.checkpoints.latest_checkpoint()}")
+        return float(loss_sum) / num_steps
+
     def train(self):
         """Trains to num_train_steps; returns the last loop's logged scalars."""
         config = self.config
@@ -248,24 +266,17 @@ class Trainer:
             logging.info("global_step %d >= num_train_steps %d: nothing to train", start_step,
                          config.num_train_steps)
             return {}
-        iterator = iter(self._train_dataset())
+        iterator = self.train_iterator()
         step, scalars = start_step, {}
         started = time.time()
         while step < config.num_train_steps:
             to_save = config.save_checkpoints_steps - step % config.save_checkpoints_steps
             num_steps = min(config.iterations_per_loop, to_save, config.num_train_steps - step)
             loop_start = time.time()
-            steps_done, loss_sum, bad_loss = self._train_loop_fn(iterator, tf.constant(num_steps))
-            steps_done = int(steps_done)
-            if steps_done < num_steps:
-                bad_step = step + steps_done
-                raise NonFiniteLossError(
-                    f"loss became {float(bad_loss)} at global_step {bad_step} (the update that "
-                    f"would have made step {bad_step + 1}); stopped without saving. The last good "
-                    f"checkpoint is {self.checkpoints.latest_checkpoint()}")
+            mean_loss = self.train_steps(iterator, num_steps)
             elapsed = time.time() - loop_start
             step = self.global_step
-            scalars = self._loop_scalars(float(loss_sum) / num_steps, num_steps, elapsed)
+            scalars = self._loop_scalars(mean_loss, num_steps, elapsed)
             self._log(step, scalars, started, start_step)
             if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
                 path = self.checkpoints.save(step)
