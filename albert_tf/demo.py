@@ -6,9 +6,9 @@ evaluation, prediction and export (run_classifier.py) → raw sentences classifi
 SavedModel in a fresh process (serve.py --text). Steps whose outputs exist are reused.
 """
 
-import glob
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -86,6 +86,19 @@ def _read_eval_results(path):
     return values
 
 
+_STEP_LINE = re.compile(r"step (\d+)/\d+: loss = ([-+0-9.eE]+|nan|inf)")
+
+
+def _pretraining_loss(log_path):
+    """The training loss of the first and last logged loop of this run (the curve is in TensorBoard)."""
+    with open(log_path) as log:
+        points = [(int(step), float(loss)) for step, loss in _STEP_LINE.findall(log.read())]
+    if not points:
+        return {"logged_loops": 0}
+    return {"logged_loops": len(points), "first_step": points[0][0], "first": points[0][1],
+            "last_step": points[-1][0], "last": points[-1][1]}
+
+
 def run_demo(data_dir, output_dir, quick):
     settings = demo_settings(quick)
     python = sys.executable
@@ -161,6 +174,7 @@ def run_demo(data_dir, output_dir, quick):
             "vocabulary": spm_model, "pretraining_records": records_dir,
             "pretraining_checkpoints": pretrain_dir, "classifier_checkpoints": classifier_dir,
             "export": export_dir, "logs": log_dir},
+        "pretraining_loss": _pretraining_loss(os.path.join(log_dir, "3-pretraining.log")),
         "pretraining_eval": _read_eval_results(os.path.join(pretrain_dir, "eval_results.txt")),
         "fine_tuning_eval": _read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
         "classified": classifications,
@@ -176,6 +190,10 @@ def _print_summary(summary):
     print("\n=== Summary")
     for name, path in summary["artefacts"].items():
         print(f"  {name:24s} {path}")
+    loss = summary["pretraining_loss"]
+    if loss["logged_loops"]:
+        print(f"  pretraining loss:  {loss['first']:.3f} at step {loss['first_step']} -> "
+              f"{loss['last']:.3f} at step {loss['last_step']}")
     print("  pretraining eval:  " + ", ".join(f"{k}={v}" for k, v in summary["pretraining_eval"].items()))
     print("  fine-tuning eval:  " + ", ".join(f"{k}={v}" for k, v in summary["fine_tuning_eval"].items()))
     for item in summary["classified"]:

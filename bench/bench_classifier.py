@@ -4,12 +4,13 @@ ALBERT-base (v2 config), sequence 128, 2 labels.
 
 * Fine-tuning, global batch 32: ours = run_classifier's loop (`training.loop.Trainer` with
   `glue.task.ClassifierTask`, AdamW) in float32 and mixed_bfloat16, fed from memory; Hugging Face
-  = `AlbertForSequenceClassification` with torch AdamW, float32. Median step time of the
-  measured steps after a warm-up step (which includes tracing for ours) → examples/s.
+  = `AlbertForSequenceClassification` with torch AdamW, float32. The implementations run one
+  step each in turn (round-robin, after a warm-up step that includes tracing for ours); median
+  step time → examples/s.
 * Serving latency: our SavedModel (`export.classifier`, the `ids` signature, loaded with
   `tf.saved_model.load` as TF Serving would load it) exported in float32 and in mixed_bfloat16,
   vs HF in eval mode under `torch.no_grad()` in float32 and under CPU bfloat16 autocast; batch 1
-  (p50 and p99 of --latency_runs calls) and batch 32 (p50 of --batch_runs calls). Both models
+  (--latency_runs calls) and batch 32 (--batch_runs calls), p50 and p99. Both models
   hold the same weights (ours → checkpoint in the original layout → HF's
   `load_tf_weights_in_albert`).
 
@@ -18,7 +19,6 @@ ALBERT-base (v2 config), sequence 128, 2 labels.
 
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -40,9 +40,9 @@ from albert_tf.training import loop  # noqa: E402
 SEQ, LABELS = 128, 2
 
 flags.DEFINE_integer("train_batch_size", 32, "Fine-tuning global batch.")
-flags.DEFINE_integer("train_steps", 4, "Measured fine-tuning steps (after one warm-up step).")
-flags.DEFINE_integer("latency_runs", 100, "Batch-1 calls per variant (after 5 warm-up calls).")
-flags.DEFINE_integer("batch_runs", 10, "Batch-32 calls per variant.")
+flags.DEFINE_integer("train_steps", 4, "Measured fine-tuning steps per implementation (after a warm-up step).")
+flags.DEFINE_integer("latency_runs", 100, "Batch-1 calls per variant (after 3 warm-up rounds).")
+flags.DEFINE_integer("batch_runs", 20, "Batch-32 calls per variant.")
 FLAGS = flags.FLAGS
 
 
@@ -68,30 +68,17 @@ class _InMemoryTask(glue_task.ClassifierTask):
         return tf.data.Dataset.from_tensors(self.batch).repeat()
 
 
-def time_our_training(config, batch, precision, steps):
+def our_training_step(config, batch, precision):
+    """A function running one step of run_classifier's loop (AdamW, classifier task)."""
     output_dir = tempfile.mkdtemp(prefix="bench_classifier_")
-    try:
-        training = loop.TrainingConfig(
-            output_dir=output_dir, train_batch_size=batch, num_train_steps=steps + 1,
-            learning_rate=5e-5, optimizer="adamw", save_checkpoints_steps=10 ** 9,
-            iterations_per_loop=1, precision=precision)
-        trainer = loop.Trainer(_InMemoryTask(config, synthetic_batch(config, batch)),
-                               tf.distribute.get_strategy(), training)
-        trainer.checkpoints.save = lambda step: None  # not part of a step
-        times = []
-        original = trainer._train_loop_fn
-
-        def timed(iterator, num_steps):
-            start = time.perf_counter()
-            result = original(iterator, num_steps)
-            int(result[0])
-            times.append(time.perf_counter() - start)
-            return result
-        trainer._train_loop_fn = timed
-        trainer.train()
-        return statistics.median(times[1:])
-    finally:
-        shutil.rmtree(output_dir, ignore_errors=True)
+    training = loop.TrainingConfig(
+        output_dir=output_dir, train_batch_size=batch, num_train_steps=10 ** 6,
+        learning_rate=5e-5, optimizer="adamw", precision=precision)
+    trainer = loop.Trainer(_InMemoryTask(config, synthetic_batch(config, batch)),
+                           tf.distribute.get_strategy(), training)
+    iterator = trainer.train_iterator()
+    shutil.rmtree(output_dir, ignore_errors=True)
+    return lambda: trainer.train_steps(iterator, 1)
 
 
 def hf_model(config, checkpoint_prefix):
@@ -111,7 +98,8 @@ def hf_model(config, checkpoint_prefix):
     return model
 
 
-def time_hf_training(config, batch, steps):
+def hf_training_step(config, batch):
+    """A function running one HF AlbertForSequenceClassification step (AdamW, clipping at 1.0)."""
     import torch
     torch.manual_seed(0)
     model = hf_model(config, None)
@@ -122,59 +110,56 @@ def time_hf_training(config, batch, steps):
                   attention_mask=torch.tensor(data["input_mask"], dtype=torch.long),
                   token_type_ids=torch.tensor(data["segment_ids"], dtype=torch.long),
                   labels=torch.tensor(data["label_ids"], dtype=torch.long))
-    times = []
-    for _ in range(steps + 1):
-        start = time.perf_counter()
+
+    def step():
         model(**inputs).loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times[1:])
+    return step
 
 
-def _latencies(call, runs):
-    for _ in range(5):
-        call()
-    times = []
+def round_robin(calls, runs, warmup):
+    """Milliseconds per call: one call of each variant in turn, so machine noise hits all alike."""
+    for _ in range(warmup):
+        for call in calls.values():
+            call()
+    times = {name: [] for name in calls}
     for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return np.array(times) * 1000.0
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name].append((time.perf_counter() - start) * 1000.0)
+    return {name: np.array(values) for name, values in times.items()}
 
 
-def our_serving_latency(config, checkpoint_prefix, precision, export_root, runs, batch_runs):
+def our_serving_call(config, checkpoint_prefix, precision, export_root, batch):
+    """Calls the exported SavedModel's `ids` signature, loaded as TF Serving would load it."""
     model = classifier_export.load_classifier(config, LABELS, checkpoint_prefix, precision)
     signatures = classifier_export.ClassifierSignatures(model, ["0", "1"], SEQ, regression=False)
-    path = classifier_export.write_saved_model(signatures, os.path.join(export_root, precision))
+    path = classifier_export.write_saved_model(
+        signatures, os.path.join(export_root, f"{precision}-{batch}"))
     ids = tf.saved_model.load(path).signatures["ids"]
-    results = {}
-    for batch, count in ((1, runs), (32, batch_runs)):
-        data = synthetic_batch(config, batch, seed=1)
-        inputs = {k: tf.constant(data[k]) for k in ("input_ids", "input_mask", "segment_ids")}
-        results[batch] = _latencies(lambda: ids(**inputs)["probabilities"].numpy(), count)
-    return results
+    data = synthetic_batch(config, batch, seed=1)
+    inputs = {k: tf.constant(data[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+    return lambda: ids(**inputs)["probabilities"].numpy()
 
 
-def hf_serving_latency(config, checkpoint_prefix, bfloat16, runs, batch_runs):
+def hf_serving_call(model, config, batch, bfloat16):
+    """Calls HF in eval mode under no_grad, float32 or CPU bfloat16 autocast."""
     import contextlib
     import torch
-    model = hf_model(config, checkpoint_prefix).eval()
-    results = {}
-    for batch, count in ((1, runs), (32, batch_runs)):
-        data = synthetic_batch(config, batch, seed=1)
-        inputs = dict(input_ids=torch.tensor(data["input_ids"], dtype=torch.long),
-                      attention_mask=torch.tensor(data["input_mask"], dtype=torch.long),
-                      token_type_ids=torch.tensor(data["segment_ids"], dtype=torch.long))
+    data = synthetic_batch(config, batch, seed=1)
+    inputs = dict(input_ids=torch.tensor(data["input_ids"], dtype=torch.long),
+                  attention_mask=torch.tensor(data["input_mask"], dtype=torch.long),
+                  token_type_ids=torch.tensor(data["segment_ids"], dtype=torch.long))
 
-        def call():
-            autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if bfloat16
-                        else contextlib.nullcontext())
-            with torch.no_grad(), autocast:
-                return torch.softmax(model(**inputs).logits.float(), -1).numpy()
-        results[batch] = _latencies(call, count)
-    return results
+    def call():
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if bfloat16
+                    else contextlib.nullcontext())
+        with torch.no_grad(), autocast:
+            return torch.softmax(model(**inputs).logits.float(), -1).numpy()
+    return call
 
 
 def main(_):
@@ -182,15 +167,15 @@ def main(_):
     config = AlbertConfig.published("base_v2")
     cores = len(os.sched_getaffinity(0))
     batch = FLAGS.train_batch_size
-    print(f"cores: {cores}; ALBERT-base v2, seq {SEQ}", flush=True)
+    print(f"cores: {cores}; ALBERT-base v2, seq {SEQ}; "
+          f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '(unset)')}", flush=True)
 
-    hf_step = time_hf_training(config, batch, FLAGS.train_steps)
-    training_rows = [("HF PyTorch AdamW", "float32", hf_step)]
-    print(f"fine-tuning HF float32: {hf_step:.2f} s/step", flush=True)
+    training_calls = {("HF PyTorch AdamW", "float32"): hf_training_step(config, batch)}
     for precision in ("float32", "mixed_bfloat16"):
-        seconds = time_our_training(config, batch, precision, FLAGS.train_steps)
-        training_rows.append(("albert-tf run_classifier loop, AdamW", precision, seconds))
-        print(f"fine-tuning ours {precision}: {seconds:.2f} s/step", flush=True)
+        training_calls[("albert-tf run_classifier loop, AdamW", precision)] = our_training_step(
+            config, batch, precision)
+    training = round_robin(training_calls, FLAGS.train_steps, warmup=1)
+    hf_step = np.median(training[("HF PyTorch AdamW", "float32")]) / 1000.0
 
     work = tempfile.mkdtemp(prefix="bench_classifier_export_")
     try:
@@ -200,36 +185,38 @@ def main(_):
         prefix = os.path.join(work, "model.ckpt-best")
         checkpoints.write_checkpoint(prefix, {name: variable.numpy() for name, variable
                                               in model.checkpoint_variables().items()})
-        serving_rows = []
-        for name, bf16 in (("HF PyTorch eval, no_grad", False), ("HF PyTorch eval, no_grad", True)):
-            latencies = hf_serving_latency(config, prefix, bf16, FLAGS.latency_runs, FLAGS.batch_runs)
-            serving_rows.append((name, "bfloat16 autocast" if bf16 else "float32", latencies))
-            print(f"serving {name} {'bf16' if bf16 else 'fp32'}: p50 {np.median(latencies[1]):.1f} ms",
-                  flush=True)
-        for precision in ("float32", "mixed_bfloat16"):
-            latencies = our_serving_latency(config, prefix, precision, work, FLAGS.latency_runs,
-                                            FLAGS.batch_runs)
-            serving_rows.append(("albert-tf SavedModel `ids` signature", precision, latencies))
-            print(f"serving ours {precision}: p50 {np.median(latencies[1]):.1f} ms", flush=True)
+        hf = hf_model(config, prefix).eval()
+        serving = {}
+        for serving_batch, runs in ((1, FLAGS.latency_runs), (32, FLAGS.batch_runs)):
+            calls = {
+                ("HF PyTorch eval, no_grad", "float32"): hf_serving_call(hf, config, serving_batch, False),
+                ("HF PyTorch eval, no_grad", "bfloat16 autocast"): hf_serving_call(
+                    hf, config, serving_batch, True)}
+            for precision in ("float32", "mixed_bfloat16"):
+                calls[("albert-tf SavedModel `ids` signature", precision)] = our_serving_call(
+                    config, prefix, precision, work, serving_batch)
+            serving[serving_batch] = round_robin(calls, runs, warmup=3)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nFine-tuning, batch {batch} x seq {SEQ} (median of {FLAGS.train_steps} steps):\n")
+    print(f"\nFine-tuning, batch {batch} x seq {SEQ} (round-robin, median of "
+          f"{FLAGS.train_steps} steps after a warm-up step):\n")
     print("| implementation | precision | s/step | examples/s | vs HF float32 |")
     print("|---|---|---|---|---|")
-    for name, precision, seconds in training_rows:
+    for (name, precision), times in training.items():
+        seconds = np.median(times) / 1000.0
         print(f"| {name} | {precision} | {seconds:.2f} | {batch / seconds:.1f} | "
               f"{hf_step / seconds:.2f}x |")
-    hf_p50 = np.median(serving_rows[0][2][1])
-    print(f"\nServing latency, seq {SEQ} (batch 1: {FLAGS.latency_runs} calls; batch 32: "
-          f"{FLAGS.batch_runs} calls):\n")
-    print("| implementation | precision | batch 1 p50 ms | batch 1 p99 ms | batch 1 vs HF float32 "
-          "| batch 32 p50 ms |")
+    print(f"\nServing latency, seq {SEQ}, round-robin (batch 1: {FLAGS.latency_runs} calls "
+          f"each; batch 32: {FLAGS.batch_runs} calls each):\n")
+    print("| implementation | precision | batch | p50 ms | p99 ms | p50 vs HF float32 |")
     print("|---|---|---|---|---|---|")
-    for name, precision, latencies in serving_rows:
-        p50, p99 = np.percentile(latencies[1], [50, 99])
-        print(f"| {name} | {precision} | {p50:.1f} | {p99:.1f} | {hf_p50 / p50:.2f}x | "
-              f"{np.median(latencies[32]):.0f} |")
+    for serving_batch, results in serving.items():
+        hf_p50 = np.median(results[("HF PyTorch eval, no_grad", "float32")])
+        for (name, precision), times in results.items():
+            p50, p99 = np.percentile(times, [50, 99])
+            print(f"| {name} | {precision} | {serving_batch} | {p50:.1f} | {p99:.1f} | "
+                  f"{hf_p50 / p50:.2f}x |")
 
 
 if __name__ == "__main__":

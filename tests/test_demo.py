@@ -1,0 +1,50 @@
+"""`make demo` in CI's conditions: the whole pipeline with fewer steps (`--quick`), run twice."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+def _run_demo(data_dir, output_dir):
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.demo", f"--data_dir={data_dir}",
+         f"--output_dir={output_dir}", "--quick"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    with open(os.path.join(output_dir, "summary.json")) as reader:
+        return result.stdout, json.load(reader)
+
+
+@pytest.mark.slow
+def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_data, tmp_path):
+    data_dir = os.path.dirname(real_data["botchan"])
+    output_dir = str(tmp_path / "demo")
+    stdout, summary = _run_demo(data_dir, output_dir)
+
+    for step in ("build_vocab.py", "create_pretraining_data.py", "run_pretraining.py",
+                 "run_classifier.py", "serve.py"):
+        assert f" {step} " in stdout, f"{step} was not shown as a command"
+    for path in summary["artefacts"].values():
+        assert os.path.exists(path), path
+    assert os.path.exists(os.path.join(output_dir, "classifier", "model.ckpt-best.index"))
+    assert os.path.exists(os.path.join(output_dir, "classifier", "submit_results.tsv"))
+
+    curve = summary["pretraining_loss"]
+    assert curve["last"] < curve["first"], curve
+    assert {"masked_lm_accuracy", "sentence_order_accuracy", "masked_lm_loss"} <= set(
+        summary["pretraining_eval"])
+    assert 0.0 <= float(summary["fine_tuning_eval"]["eval_accuracy"]) <= 1.0
+    assert [item["label"] for item in summary["classified"]] and all(
+        item["label"] in ("0", "1") for item in summary["classified"])
+    assert summary["tensorboard"] == f"tensorboard --logdir {output_dir}"
+
+    _, second = _run_demo(data_dir, output_dir)
+    assert "vocabulary" not in second["seconds"] and "pretraining data" not in second["seconds"]
+    assert second["pretraining_loss"]["logged_loops"] == 0
+    assert [item["label"] for item in second["classified"]] == [
+        item["label"] for item in summary["classified"]]
