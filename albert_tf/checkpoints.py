@@ -43,7 +43,6 @@ import os
 import re
 import uuid
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 

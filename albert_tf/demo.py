@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is the commands and the summary
+
 from absl import app
 from absl import flags
 from absl import logging

@@ -30,7 +30,7 @@ from absl import app, flags, logging  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import checkpoints  # noqa: E402
+from albert_tf import checkpoints, hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.export import classifier as classifier_export  # noqa: E402
 from albert_tf.glue import task as glue_task  # noqa: E402
@@ -83,18 +83,11 @@ def our_training_step(config, batch, precision):
 
 def hf_model(config, checkpoint_prefix):
     import transformers
-    hf_config = transformers.AlbertConfig(
-        vocab_size=config.vocab_size, embedding_size=config.embedding_size,
-        hidden_size=config.hidden_size, num_hidden_layers=config.num_hidden_layers,
-        num_hidden_groups=config.num_hidden_groups, num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size, inner_group_num=config.inner_group_num,
-        hidden_act="gelu_new", hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        classifier_dropout_prob=0.1, max_position_embeddings=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size, layer_norm_eps=1e-12, num_labels=LABELS)
+    hf_config = hf_interop.huggingface_config(
+        config, classifier_dropout_prob=0.1, num_labels=LABELS, attn_implementation=None)
     model = transformers.AlbertForSequenceClassification(hf_config)
     if checkpoint_prefix:
-        transformers.load_tf_weights_in_albert(model, hf_config, checkpoint_prefix)
+        hf_interop.load_original_checkpoint(model, checkpoint_prefix)
     return model
 
 

@@ -19,8 +19,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import contextlib  # noqa: E402
-import io  # noqa: E402
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -28,7 +26,7 @@ import tensorflow as tf  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from albert_tf import checkpoints  # noqa: E402
+from albert_tf import checkpoints, hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.modeling import encoder  # noqa: E402
 
@@ -49,16 +47,10 @@ def build_ours(config, policy, use_einsum, weights_from=None):
 def build_hf(config, reference, directory):
     prefix = checkpoints.write_checkpoint(os.path.join(directory, "model.ckpt-0"),
                                           reference.checkpoint_variables())
-    hf_config = transformers.AlbertConfig(
-        vocab_size=config.vocab_size, embedding_size=config.embedding_size,
-        hidden_size=config.hidden_size, num_hidden_layers=config.num_hidden_layers,
-        num_attention_heads=config.num_attention_heads, intermediate_size=config.intermediate_size,
-        hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-        max_position_embeddings=config.max_position_embeddings, layer_norm_eps=1e-12)
+    hf_config = hf_interop.huggingface_config(
+        config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation=None)
     model = transformers.AlbertForPreTraining(hf_config)
-    with contextlib.redirect_stdout(io.StringIO()):
-        transformers.load_tf_weights_in_albert(model, hf_config, prefix)
-    return model.albert.eval()
+    return hf_interop.load_original_checkpoint(model, prefix).albert.eval()
 
 
 def main():

@@ -31,6 +31,7 @@ from absl import app, flags, logging  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from albert_tf import hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.pretraining import task as pretraining_task  # noqa: E402
 from albert_tf.training import loop  # noqa: E402
@@ -112,15 +113,7 @@ def hugging_face_step(config, batch):
     import torch
     import transformers
     torch.manual_seed(0)
-    hf_config = transformers.AlbertConfig(
-        vocab_size=config.vocab_size, embedding_size=config.embedding_size,
-        hidden_size=config.hidden_size, num_hidden_layers=config.num_hidden_layers,
-        num_hidden_groups=config.num_hidden_groups, num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size, inner_group_num=config.inner_group_num,
-        hidden_act="gelu_new", hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        max_position_embeddings=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size, layer_norm_eps=1e-12)
+    hf_config = hf_interop.huggingface_config(config, attn_implementation=None)
     model = transformers.AlbertForPreTraining(hf_config)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)

@@ -11,12 +11,11 @@ import io
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
-from albert_tf import checkpoints  # noqa: E402
+from albert_tf import checkpoints, hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.modeling import pretraining  # noqa: E402
 
@@ -43,15 +42,7 @@ def make_config(**fields):
 
 
 def hf_config(config):
-    return transformers.AlbertConfig(
-        vocab_size=config.vocab_size, embedding_size=config.embedding_size,
-        hidden_size=config.hidden_size, num_hidden_layers=config.num_hidden_layers,
-        num_hidden_groups=config.num_hidden_groups, num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size, inner_group_num=config.inner_group_num,
-        hidden_act="gelu_new", hidden_dropout_prob=config.hidden_dropout_prob,
-        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-        max_position_embeddings=config.max_position_embeddings,
-        type_vocab_size=config.type_vocab_size, layer_norm_eps=1e-12, attn_implementation="eager")
+    return hf_interop.huggingface_config(config)
 
 
 def padded_batch(config, seed=0):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from albert_tf import checkpoints
+from albert_tf import checkpoints, hf_interop
 from albert_tf.modeling import multiple_choice
 
 
@@ -51,7 +51,6 @@ def test_dropout_only_when_training_and_loss(tiny_config):
 @pytest.mark.slow
 def test_logits_match_hugging_face(tiny_config, tmp_path):
     import torch
-    import transformers
     from transformers.models.albert import modeling_albert
 
     tiny_config.hidden_dropout_prob = tiny_config.attention_probs_dropout_prob = 0.0
@@ -61,16 +60,9 @@ def test_logits_match_hugging_face(tiny_config, tmp_path):
     checkpoints.write_checkpoint(
         prefix, {name: v.numpy() for name, v in model.checkpoint_variables().items()})
 
-    hf_config = transformers.AlbertConfig(
-        vocab_size=tiny_config.vocab_size, embedding_size=tiny_config.embedding_size,
-        hidden_size=tiny_config.hidden_size, num_hidden_layers=tiny_config.num_hidden_layers,
-        num_hidden_groups=tiny_config.num_hidden_groups,
-        num_attention_heads=tiny_config.num_attention_heads,
-        intermediate_size=tiny_config.intermediate_size,
-        inner_group_num=tiny_config.inner_group_num, hidden_act="gelu_new",
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.1,
-        max_position_embeddings=tiny_config.max_position_embeddings,
-        type_vocab_size=tiny_config.type_vocab_size, layer_norm_eps=1e-12)
+    hf_config = hf_interop.huggingface_config(
+        tiny_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        classifier_dropout_prob=0.1, attn_implementation=None)
     hf_model = modeling_albert.AlbertForMultipleChoice(hf_config)
     modeling_albert.load_tf_weights_in_albert(hf_model, hf_config, prefix)
     hf_model.eval()

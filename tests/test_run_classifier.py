@@ -29,7 +29,6 @@ from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
-from albert_tf.glue import task as glue_task
 from albert_tf.training import loop
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -4,8 +4,6 @@ Learning (MLM loss, SOP accuracy), SIGKILL and resume, bfloat16 and XLA, gradien
 with the weighted MLM loss, and Hugging Face reading the checkpoint.
 """
 
-import contextlib
-import io
 import json
 import math
 import os
@@ -20,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoints
+from albert_tf import checkpoints, hf_interop
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import create_data, input_pipeline, options, task as pretraining_task
 from albert_tf.training import loop
@@ -196,8 +194,8 @@ def test_mlm_loss_falls_and_sop_beats_the_majority_class(records, killed_and_res
 
 
 def test_checkpoint_loads_in_hugging_face_with_identical_outputs(records, killed_and_resumed):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    import torch
+    import transformers
     config = AlbertConfig(**CONFIG)
     task = pretraining_task.PretrainingTask(config, records["train"], SEQ, PREDICTIONS)
     model = task.build_model(tf.distribute.get_strategy())
@@ -207,15 +205,10 @@ def test_checkpoint_loads_in_hugging_face_with_identical_outputs(records, killed
         records["train"], batch_size=8, max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
         is_training=False)))
     ours = task.call_model(model, batch, training=False)
-    hf_model = transformers.AlbertForPreTraining(transformers.AlbertConfig(
-        vocab_size=VOCAB, embedding_size=config.embedding_size, hidden_size=config.hidden_size,
-        num_hidden_layers=config.num_hidden_layers, num_hidden_groups=config.num_hidden_groups,
-        inner_group_num=config.inner_group_num, num_attention_heads=config.num_attention_heads,
-        intermediate_size=config.intermediate_size, hidden_act="gelu_new",
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=SEQ,
-        type_vocab_size=2, layer_norm_eps=1e-12, attn_implementation="eager"))
-    with contextlib.redirect_stdout(io.StringIO()):  # the loader prints every name
-        transformers.load_tf_weights_in_albert(hf_model, hf_model.config, prefix)
+    hf_model = transformers.AlbertForPreTraining(hf_interop.huggingface_config(
+        config, vocab_size=VOCAB, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        max_position_embeddings=SEQ, type_vocab_size=2))
+    hf_interop.load_original_checkpoint(hf_model, prefix)
     hf_model.eval()
     with torch.no_grad():
         theirs = hf_model(

@@ -21,9 +21,6 @@ but TF Serving's row-format ("instances") REST answers need every output to have
 dimension, so the value is repeated per example.
 """
 
-import os
-import time
-import uuid
 
 import keras
 import tensorflow as tf
@@ -31,6 +28,7 @@ import tensorflow as tf
 from albert_tf import checkpoints
 from albert_tf import tf_tokenization
 from albert_tf.glue import features, task as glue_task
+from albert_tf.export import versioned
 from albert_tf.modeling import classifier
 
 PRECISIONS = ("float32", "mixed_bfloat16")
@@ -115,26 +113,9 @@ class ClassifierSignatures:
         return archive
 
 
-def next_version(export_dir):
-    """Seconds since the epoch, or one more than the highest existing version."""
-    existing = [int(name.strip("/")) for name in tf.io.gfile.listdir(export_dir)
-                if name.strip("/").isdigit()] if tf.io.gfile.isdir(export_dir) else []
-    return max([int(time.time())] + [version + 1 for version in existing])
-
-
 def write_saved_model(signatures, export_dir):
     """Writes `<export_dir>/<version>/` atomically; returns that path."""
-    tf.io.gfile.makedirs(export_dir)
-    final = os.path.join(export_dir, str(next_version(export_dir)))
-    temp = os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}")
-    try:
-        signatures.archive().write_out(temp, verbose=False)
-        tf.io.gfile.rename(temp, final)
-    except BaseException:
-        if tf.io.gfile.exists(temp):
-            tf.io.gfile.rmtree(temp)
-        raise
-    return final
+    return versioned.write_archive(signatures.archive(), export_dir)
 
 
 def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, precision="float32"):

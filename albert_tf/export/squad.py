@@ -29,8 +29,6 @@ Signatures:
 
 import os
 import tempfile
-import time
-import uuid
 
 import keras
 import numpy as np
@@ -38,6 +36,7 @@ import tensorflow as tf
 
 from albert_tf import checkpoints, io_utils, tf_tokenization
 from albert_tf.config import AlbertConfig
+from albert_tf.export import versioned
 from albert_tf.modeling import squad_heads
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -212,27 +211,9 @@ class SquadSignatures:
         return archive
 
 
-def next_version(directory):
-    """Seconds since the epoch, or one more than the highest existing version."""
-    existing = [int(name.strip("/")) for name in tf.io.gfile.listdir(directory)
-                if name.strip("/").isdigit()] if tf.io.gfile.isdir(directory) else []
-    return max([int(time.time())] + [version + 1 for version in existing])
-
-
 def write_saved_model(signatures, export_dir):
     """Writes `<export_dir>/saved_model/<version>/` atomically; returns that path."""
-    base = os.path.join(export_dir, "saved_model")
-    tf.io.gfile.makedirs(base)
-    final = os.path.join(base, str(next_version(base)))
-    temp = os.path.join(base, f".tmp-{uuid.uuid4().hex[:8]}")
-    try:
-        signatures.archive().write_out(temp, verbose=False)
-        tf.io.gfile.rename(temp, final)
-    except BaseException:
-        if tf.io.gfile.exists(temp):
-            tf.io.gfile.rmtree(temp)
-        raise
-    return final
+    return versioned.write_archive(signatures.archive(), os.path.join(export_dir, "saved_model"))
 
 
 def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_top=5,

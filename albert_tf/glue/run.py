@@ -19,7 +19,6 @@ import os
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from albert_tf import checkpoints, io_utils, tokenization
 from albert_tf.glue import features, processors
@@ -33,34 +32,7 @@ class ClassifierFlagError(ValueError):
 
 def resolve_best_checkpoint(output_dir):
     """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest checkpoint (warned)."""
-    best = os.path.join(output_dir, checkpoints.BEST_CHECKPOINT_NAME)
-    if tf.io.gfile.exists(best + checkpoints.INDEX_SUFFIX):
-        return best
-    latest = checkpoints.latest_checkpoint(output_dir)
-    if latest is None:
-        raise ClassifierFlagError(
-            f"{output_dir}: no model.ckpt-best and no checkpoint; run --do_train (and --do_eval, "
-            "which chooses model.ckpt-best on the dev set) with this --output_dir first")
-    logging.warning("%s has no model.ckpt-best (run --do_eval to choose one on the dev set); "
-                    "using the latest checkpoint %s", output_dir, latest)
-    return latest
-
-
-class _EvaluateOnSave:
-    """Wraps the trainer's checkpoint manager: every saved checkpoint is evaluated at once."""
-
-    def __init__(self, manager, evaluator):
-        self._manager = manager
-        self._evaluator = evaluator
-
-    def __getattr__(self, name):
-        return getattr(self._manager, name)
-
-    def save(self, step):
-        prefix = self._manager.save(step)
-        if step > self._evaluator.last_evaluated:
-            self._evaluator.evaluate_checkpoint(step, prefix)
-        return prefix
+    return evaluation.best_or_latest_checkpoint(output_dir, ClassifierFlagError, "dev set")
 
 
 class ClassifierJob:
@@ -146,21 +118,9 @@ class ClassifierJob:
                            eval_timeout_secs=7200.0, poll_seconds=5.0):
         """Trains (--do_train) and/or evaluates every checkpoint (--do_eval); returns the
         evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
-        evaluator = None
-        if do_eval:
-            evaluator = evaluation.CheckpointEvaluator(
-                self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
-                trainer.task.eval_metric_name, higher_is_better=True,
-                last_step=trainer.config.num_train_steps, poll_seconds=poll_seconds,
-                timeout_seconds=eval_timeout_secs)
-        if do_train:
-            if evaluator is not None:
-                for step, prefix in evaluation.list_checkpoints(self.output_dir):
-                    if step > evaluator.last_evaluated:  # left by an interrupted run
-                        evaluator.evaluate_checkpoint(step, prefix)
-                trainer.checkpoints = _EvaluateOnSave(trainer.checkpoints, evaluator)
-            trainer.train()
-        return evaluator.run() if evaluator is not None else None
+        return evaluation.train_and_evaluate(
+            trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
+            do_train, do_eval, eval_timeout_secs, poll_seconds)
 
     def predict(self, trainer, batch_size):
         """test_results.tsv (probabilities) and submit_results.tsv (index, label) from

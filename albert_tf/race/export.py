@@ -15,14 +15,12 @@ as the original estimator exports; TF Serving serves the highest), written under
 name and renamed when complete.
 """
 
-import os
-import time
-import uuid
 
 import keras
 import tensorflow as tf
 
 from albert_tf import checkpoints
+from albert_tf.export import versioned
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import reader
 
@@ -74,24 +72,6 @@ def load_model(albert_config, checkpoint_path):
     return model
 
 
-def next_version(export_dir):
-    """Seconds since the epoch, or one more than the highest existing version."""
-    existing = [int(name.strip("/")) for name in tf.io.gfile.listdir(export_dir)
-                if name.strip("/").isdigit()] if tf.io.gfile.isdir(export_dir) else []
-    return max([int(time.time())] + [version + 1 for version in existing])
-
-
 def export_saved_model(model, export_dir, text_encoder=None):
-    """Writes `<export_dir>/<version>/`; returns that path."""
-    tf.io.gfile.makedirs(export_dir)
-    final = os.path.join(export_dir, str(next_version(export_dir)))
-    temp = os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}")
-    archive = serving_archive(model, text_encoder)
-    try:
-        archive.write_out(temp, verbose=False)
-        tf.io.gfile.rename(temp, final)
-    except BaseException:
-        if tf.io.gfile.exists(temp):
-            tf.io.gfile.rmtree(temp)
-        raise
-    return final
+    """Writes `<export_dir>/<version>/` atomically; returns that path."""
+    return versioned.write_archive(serving_archive(model, text_encoder), export_dir)

@@ -141,3 +141,58 @@ class CheckpointEvaluator:
             time.sleep(self.poll_seconds)
         return {"best_step": self.best_step, "best_value": self.best_value,
                 "last_evaluated": self.last_evaluated}
+
+
+def best_or_latest_checkpoint(output_dir, error_class, eval_split="dev set"):
+    """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest checkpoint (warned);
+    raises `error_class` when there is neither."""
+    best = os.path.join(output_dir, BEST_NAME)
+    if tf.io.gfile.exists(best + checkpoints.INDEX_SUFFIX):
+        return best
+    latest = checkpoints.latest_checkpoint(output_dir)
+    if latest is None:
+        raise error_class(
+            f"{output_dir}: no model.ckpt-best and no checkpoint; run --do_train (and --do_eval, "
+            f"which chooses model.ckpt-best on the {eval_split}) with this --output_dir first")
+    logging.warning("%s has no model.ckpt-best (run --do_eval to choose one on the %s); "
+                    "using the latest checkpoint %s", output_dir, eval_split, latest)
+    return latest
+
+
+class _EvaluateOnSave:
+    """Wraps the trainer's checkpoint manager: every saved checkpoint is evaluated at once."""
+
+    def __init__(self, manager, evaluator):
+        self._manager = manager
+        self._evaluator = evaluator
+
+    def __getattr__(self, name):
+        return getattr(self._manager, name)
+
+    def save(self, step):
+        prefix = self._manager.save(step)
+        if step > self._evaluator.last_evaluated:
+            self._evaluator.evaluate_checkpoint(step, prefix)
+        return prefix
+
+
+def train_and_evaluate(trainer, directory, evaluate_fn, do_train, do_eval, eval_timeout_secs,
+                       poll_seconds):
+    """Trains (`do_train`) and/or evaluates every checkpoint (`do_eval`) by the task's metric.
+
+    When both run in one process, each checkpoint is evaluated as soon as it is saved (and those
+    an interrupted run left are evaluated first). Returns the evaluator's summary or None."""
+    evaluator = None
+    if do_eval:
+        evaluator = CheckpointEvaluator(
+            directory, evaluate_fn, trainer.task.eval_metric_name,
+            higher_is_better=True, last_step=trainer.config.num_train_steps,
+            poll_seconds=poll_seconds, timeout_seconds=eval_timeout_secs)
+    if do_train:
+        if evaluator is not None:
+            for step, prefix in list_checkpoints(directory):
+                if step > evaluator.last_evaluated:  # left by an interrupted run
+                    evaluator.evaluate_checkpoint(step, prefix)
+            trainer.checkpoints = _EvaluateOnSave(trainer.checkpoints, evaluator)
+        trainer.train()
+    return evaluator.run() if evaluator is not None else None
