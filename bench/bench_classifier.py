@@ -43,6 +43,7 @@ flags.DEFINE_integer("train_batch_size", 32, "Fine-tuning global batch.")
 flags.DEFINE_integer("train_steps", 4, "Measured fine-tuning steps per implementation (after a warm-up step).")
 flags.DEFINE_integer("latency_runs", 100, "Batch-1 calls per variant (after 3 warm-up rounds).")
 flags.DEFINE_integer("batch_runs", 20, "Batch-32 calls per variant.")
+flags.DEFINE_list("measure", ["training", "serving"], "Which parts to measure.")
 FLAGS = flags.FLAGS
 
 
@@ -163,13 +164,30 @@ def main(_):
     print(f"cores: {cores}; ALBERT-base v2, seq {SEQ}; "
           f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '(unset)')}", flush=True)
 
+    if "training" in FLAGS.measure:
+        report_training(config, batch)
+    if "serving" in FLAGS.measure:
+        report_serving(config)
+
+
+def report_training(config, batch):
     training_calls = {("HF PyTorch AdamW", "float32"): hf_training_step(config, batch)}
     for precision in ("float32", "mixed_bfloat16"):
         training_calls[("albert-tf run_classifier loop, AdamW", precision)] = our_training_step(
             config, batch, precision)
     training = round_robin(training_calls, FLAGS.train_steps, warmup=1)
     hf_step = np.median(training[("HF PyTorch AdamW", "float32")]) / 1000.0
+    print(f"\nFine-tuning, batch {batch} x seq {SEQ} (round-robin, median of "
+          f"{FLAGS.train_steps} steps after a warm-up step):\n")
+    print("| implementation | precision | s/step | examples/s | vs HF float32 |")
+    print("|---|---|---|---|---|")
+    for (name, precision), times in training.items():
+        seconds = np.median(times) / 1000.0
+        print(f"| {name} | {precision} | {seconds:.2f} | {batch / seconds:.1f} | "
+              f"{hf_step / seconds:.2f}x |")
 
+
+def report_serving(config):
     work = tempfile.mkdtemp(prefix="bench_classifier_export_")
     try:
         model = classifier.AlbertClassifier(config, LABELS)
@@ -192,14 +210,6 @@ def main(_):
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nFine-tuning, batch {batch} x seq {SEQ} (round-robin, median of "
-          f"{FLAGS.train_steps} steps after a warm-up step):\n")
-    print("| implementation | precision | s/step | examples/s | vs HF float32 |")
-    print("|---|---|---|---|---|")
-    for (name, precision), times in training.items():
-        seconds = np.median(times) / 1000.0
-        print(f"| {name} | {precision} | {seconds:.2f} | {batch / seconds:.1f} | "
-              f"{hf_step / seconds:.2f}x |")
     print(f"\nServing latency, seq {SEQ}, round-robin (batch 1: {FLAGS.latency_runs} calls "
           f"each; batch 32: {FLAGS.batch_runs} calls each):\n")
     print("| implementation | precision | batch | p50 ms | p99 ms | p50 vs HF float32 |")
