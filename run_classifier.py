@@ -14,7 +14,6 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 """
 
 import math
-import os
 
 from absl import app, flags, logging
 import keras
@@ -74,19 +73,6 @@ for _required in ("data_dir", "task_name", "albert_config_file"):
     flags.mark_flag_as_required(_required)
 
 
-def _init_checkpoint():
-    handle = FLAGS.albert_hub_module_handle
-    if not handle:
-        return FLAGS.init_checkpoint
-    if "://" in handle or not os.path.isdir(handle):
-        raise app.UsageError(
-            f"--albert_hub_module_handle={handle}: only a local directory of an unpacked TF1 Hub "
-            "module can be used (nothing is downloaded); or pass --init_checkpoint")
-    if FLAGS.init_checkpoint:
-        raise app.UsageError("give --init_checkpoint or --albert_hub_module_handle, not both")
-    return handle
-
-
 def main(_):
     logging.set_verbosity(logging.INFO)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
@@ -101,7 +87,7 @@ def main(_):
             FLAGS.max_seq_length, spm_model_file=FLAGS.spm_model_file,
             vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
             cached_dir=FLAGS.cached_dir)
-        init_checkpoint = _init_checkpoint()
+        init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
         job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
     except (processors.GlueDataError, glue_run.ClassifierFlagError) as error:
         raise app.UsageError(str(error)) from None

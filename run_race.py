@@ -13,7 +13,6 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
         --learning_rate=1e-5 --train_batch_size=32 --save_checkpoints_steps=100
 """
 
-import os
 
 from absl import app, flags, logging
 
@@ -75,19 +74,6 @@ for _required in ("data_dir", "albert_config_file"):
     flags.mark_flag_as_required(_required)
 
 
-def _init_checkpoint():
-    handle = FLAGS.albert_hub_module_handle
-    if not handle:
-        return FLAGS.init_checkpoint
-    if "://" in handle or not os.path.isdir(handle):
-        raise app.UsageError(
-            f"--albert_hub_module_handle={handle}: only a local directory of an unpacked TF1 Hub "
-            "module can be used (nothing is downloaded); or pass --init_checkpoint")
-    if FLAGS.init_checkpoint:
-        raise app.UsageError("give --init_checkpoint or --albert_hub_module_handle, not both")
-    return handle
-
-
 def main(_):
     logging.set_verbosity(logging.INFO)
     if FLAGS.task_name.lower() != "race":
@@ -104,7 +90,7 @@ def main(_):
             vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
             dropout_prob=FLAGS.dropout_prob, train_file=FLAGS.train_file,
             eval_file=FLAGS.eval_file, predict_file=FLAGS.predict_file)
-        init_checkpoint = _init_checkpoint()
+        init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
         job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
     except ValueError as error:
         raise app.UsageError(str(error)) from None

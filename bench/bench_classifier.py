@@ -6,7 +6,8 @@ ALBERT-base (v2 config), sequence 128, 2 labels.
   `glue.task.ClassifierTask`, AdamW) in float32 and mixed_bfloat16, fed from memory; Hugging Face
   = `AlbertForSequenceClassification` with torch AdamW, float32. The implementations run one
   step each in turn (round-robin, after a warm-up step that includes tracing for ours); median
-  step time → examples/s.
+  step time → examples/s. A third row of ours builds the model on the Einsum path, which the
+  scripts used before 2026-11-23, to show what the reshape+matmul path gains.
 * Serving latency: our SavedModel (`export.classifier`, the `ids` signature, loaded with
   `tf.saved_model.load` as TF Serving would load it) exported in float32 and in mixed_bfloat16,
   vs HF in eval mode under `torch.no_grad()` in float32 and under CPU bfloat16 autocast; batch 1
@@ -61,21 +62,27 @@ def synthetic_batch(config, batch, seed=0):
 
 
 class _InMemoryTask(glue_task.ClassifierTask):
-    def __init__(self, config, batch):
+    def __init__(self, config, batch, use_einsum=False):
         super().__init__(config, "sst-2", LABELS, SEQ)
         self.batch = batch
+        self.use_einsum = use_einsum
+
+    def build_model(self, strategy):
+        if not self.use_einsum:
+            return super().build_model(strategy)  # run_classifier's model (reshape+matmul path)
+        return classifier.AlbertClassifier(self.albert_config, self.num_labels, use_einsum=True)
 
     def train_dataset(self, input_context, batch_size):
         return tf.data.Dataset.from_tensors(self.batch).repeat()
 
 
-def our_training_step(config, batch, precision):
+def our_training_step(config, batch, precision, use_einsum=False):
     """A function running one step of run_classifier's loop (AdamW, classifier task)."""
     output_dir = tempfile.mkdtemp(prefix="bench_classifier_")
     training = loop.TrainingConfig(
         output_dir=output_dir, train_batch_size=batch, num_train_steps=10 ** 6,
         learning_rate=5e-5, optimizer="adamw", precision=precision)
-    trainer = loop.Trainer(_InMemoryTask(config, synthetic_batch(config, batch)),
+    trainer = loop.Trainer(_InMemoryTask(config, synthetic_batch(config, batch), use_einsum),
                            tf.distribute.get_strategy(), training)
     iterator = trainer.train_iterator()
     shutil.rmtree(output_dir, ignore_errors=True)
@@ -175,6 +182,8 @@ def report_training(config, batch):
     for precision in ("float32", "mixed_bfloat16"):
         training_calls[("albert-tf run_classifier loop, AdamW", precision)] = our_training_step(
             config, batch, precision)
+    training_calls[("albert-tf, Einsum path (before 2026-11-23)", "float32")] = our_training_step(
+        config, batch, "float32", use_einsum=True)
     training = round_robin(training_calls, FLAGS.train_steps, warmup=1)
     hf_step = np.median(training[("HF PyTorch AdamW", "float32")]) / 1000.0
     print(f"\nFine-tuning, batch {batch} x seq {SEQ} (round-robin, median of "

@@ -3,7 +3,7 @@
 import json
 import time
 
-from absl import flags
+from absl import app, flags
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -123,6 +123,25 @@ def test_script_defaults_and_new_flags():
                                          flag_values=classifier)
     classifier(["prog", "--output_dir=o"])
     assert classifier.optimizer == "adamw" and "do_train" not in classifier
+
+
+def test_init_checkpoint_or_a_local_hub_module(tmp_path):
+    values = flags.FlagValues()
+    flags.DEFINE_string("init_checkpoint", None, "", flag_values=values)
+    flags.DEFINE_string("albert_hub_module_handle", None, "", flag_values=values)
+    values(["prog", "--init_checkpoint=ckpt/model.ckpt-best"])
+    assert training_flags.init_checkpoint_from_flags(values) == "ckpt/model.ckpt-best"
+    values.unparse_flags()
+    values(["prog", f"--albert_hub_module_handle={tmp_path}"])
+    assert training_flags.init_checkpoint_from_flags(values) == str(tmp_path)
+    values.unparse_flags()
+    values(["prog", "--albert_hub_module_handle=https://tfhub.dev/google/albert_base/3"])
+    with pytest.raises(app.UsageError, match="nothing is downloaded"):
+        training_flags.init_checkpoint_from_flags(values)
+    values.unparse_flags()
+    values(["prog", f"--albert_hub_module_handle={tmp_path}", "--init_checkpoint=x"])
+    with pytest.raises(app.UsageError, match="not both"):
+        training_flags.init_checkpoint_from_flags(values)
 
 
 def test_strategy_choice(monkeypatch):

@@ -58,7 +58,7 @@ class RaceTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
-                 train_file=None, eval_file=None, use_einsum=True):
+                 train_file=None, eval_file=None, use_einsum=False):
         self.albert_config = albert_config
         self.max_seq_length = max_seq_length
         self.levels = tuple(level for level in reader.LEVELS if level in levels)

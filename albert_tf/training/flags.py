@@ -19,6 +19,9 @@ flags differ by script (`num_train_steps`, `train_step`, `num_train_epochs`) and
 scripts, which pass the resulting counts to `training_config_from_flags`.
 """
 
+import os
+
+from absl import app
 from absl import flags
 
 from albert_tf import optimization
@@ -149,3 +152,18 @@ def training_config_from_flags(flag_values, *, num_train_steps, num_warmup_steps
     )
     values.update(overrides)
     return loop.TrainingConfig(**values)
+
+
+def init_checkpoint_from_flags(flag_values):
+    """--init_checkpoint, or --albert_hub_module_handle when it names a local unpacked TF1 Hub
+    module (its `variables/variables` load like a checkpoint); nothing is downloaded."""
+    handle = flag_values.albert_hub_module_handle
+    if not handle:
+        return flag_values.init_checkpoint
+    if "://" in handle or not os.path.isdir(handle):
+        raise app.UsageError(
+            f"--albert_hub_module_handle={handle}: only a local directory of an unpacked TF1 Hub "
+            "module can be used (nothing is downloaded); or pass --init_checkpoint")
+    if flag_values.init_checkpoint:
+        raise app.UsageError("give --init_checkpoint or --albert_hub_module_handle, not both")
+    return handle
