@@ -60,6 +60,18 @@ def _cache_path(flags):
     return os.path.join(cache_home, "albert_tf", f"onednn_amx_{key}.json")
 
 
+def _cached_verdict(cache):
+    """The cached verdict, or None when there is none (or it is unreadable: the probe reruns)."""
+    try:
+        with open(cache) as reader:
+            return bool(json.load(reader)["amx_works"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError) as error:
+        warnings.warn(f"albert_tf: ignoring the unreadable oneDNN AMX cache {cache} ({error})")
+        return None
+
+
 def _write_atomically(path, text):
     """A plain-os atomic write: this module runs before TensorFlow (and io_utils) may be imported."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -91,16 +103,18 @@ def cap_isa_if_amx_is_broken():
     if "amx_bf16" not in flags:
         return
     cache = _cache_path(flags)
-    if os.path.exists(cache):
-        with open(cache) as reader:
-            works = json.load(reader)["amx_works"]
-    else:
+    works = _cached_verdict(cache)
+    if works is None:
         try:
             works = amx_kernels_work()
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             warnings.warn(f"albert_tf: could not check oneDNN's AMX kernels ({error}); "
                           f"set {ISA_VARIABLE}={ISA_WITHOUT_AMX} if bfloat16 runs die with SIGILL")
             return
-        _write_atomically(cache, json.dumps({"amx_works": works}) + "\n")
+        try:
+            _write_atomically(cache, json.dumps({"amx_works": works}) + "\n")
+        except OSError as error:
+            warnings.warn(f"albert_tf: could not cache the oneDNN AMX check in {cache} ({error}); "
+                          "it will run again in the next process")
     if not works:
         os.environ[ISA_VARIABLE] = ISA_WITHOUT_AMX

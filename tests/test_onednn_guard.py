@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from albert_tf import onednn_guard
 from tests.conftest import REPO_ROOT
 
@@ -62,3 +64,25 @@ def test_a_user_setting_skips_the_probe(monkeypatch, tmp_path):
     onednn_guard.cap_isa_if_amx_is_broken()
     assert os.environ[onednn_guard.ISA_VARIABLE] == "ALL"
     assert calls == []
+
+
+def test_an_unreadable_cache_reruns_the_probe_and_an_unwritable_one_only_warns(monkeypatch, tmp_path):
+    calls = []
+    _pretend_amx_is_advertised(monkeypatch, tmp_path, works=False, calls=calls)
+    cache = onednn_guard._cache_path(onednn_guard._cpu_flags())
+    os.makedirs(os.path.dirname(cache))
+    with open(cache, "w") as writer:
+        writer.write("{not json")
+    with pytest.warns(UserWarning, match="unreadable"):
+        onednn_guard.cap_isa_if_amx_is_broken()
+    assert len(calls) == 1 and os.environ[onednn_guard.ISA_VARIABLE] == onednn_guard.ISA_WITHOUT_AMX
+
+    monkeypatch.delenv(onednn_guard.ISA_VARIABLE)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
+
+    def unwritable(path, text):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr(onednn_guard, "_write_atomically", unwritable)
+    with pytest.warns(UserWarning, match="could not cache"):
+        onednn_guard.cap_isa_if_amx_is_broken()
+    assert len(calls) == 2 and os.environ[onednn_guard.ISA_VARIABLE] == onednn_guard.ISA_WITHOUT_AMX
