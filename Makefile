@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DATA := data
 
-.PHONY: setup data test test-fast demo demo-ci serve bench clean
+.PHONY: setup data test demo demo-ci serve bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -19,9 +19,6 @@ data: setup
 
 test: setup data
 	$(PY) -m pytest -q tests
-
-test-fast: setup data
-	$(PY) -m pytest -q -m "not slow" tests
 
 demo: setup data
 	$(PY) -m albert_tf.demo --data_dir $(DATA) --output_dir demo_output
