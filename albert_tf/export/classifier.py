@@ -21,7 +21,6 @@ but TF Serving's row-format ("instances") REST answers need every output to have
 dimension, so the value is repeated per example.
 """
 
-
 import keras
 import tensorflow as tf
 
@@ -42,7 +41,7 @@ def load_classifier(albert_config, num_labels, checkpoint_path, precision="float
     keras.config.set_dtype_policy(precision)
     try:
         # The reshape+matmul path: the same variables and results as the Einsum path, and on CPU
-        # 1.4x (batch 1) to 1.6x (batch 32) faster to serve (bench/RESULTS.md, "GLUE classifier").
+        # 1.7x (batch 1) and 1.6x (batch 32) faster to serve (bench/RESULTS.md, "GLUE classifier").
         model = classifier.AlbertClassifier(albert_config, num_labels, use_einsum=False)
     finally:
         keras.config.set_dtype_policy(previous)
