@@ -1,0 +1,62 @@
+"""One writer per output directory: a second training (or evaluating) run on it is refused.
+
+Two processes on one `--output_dir` would interleave `eval_results.txt`, overwrite each other's
+checkpoints and leave a `model.ckpt-best` that matches neither. A run takes an exclusive
+`flock` on `<output_dir>/.albert_tf-<role>.lock` for its whole life. The kernel releases a
+`flock` when its process dies, however it dies (SIGKILL included), so a killed run never leaves
+the directory locked; the file itself stays and only records the holder for the error message.
+
+Roles are separate so that the documented pattern of a trainer and an evaluator on one directory
+(two processes) keeps working: `train` writes checkpoints, `eval` writes the evaluation results
+and `model.ckpt-best`. Non-local paths (gs://...) cannot be locked this way; there a warning is
+logged and the run proceeds, as before.
+"""
+
+import contextlib
+import fcntl
+import os
+import socket
+
+from absl import logging
+
+from albert_tf import cli
+
+
+def _is_local(path):
+    return "://" not in path
+
+
+@contextlib.contextmanager
+def hold(directory, role):
+    """Holds the `role` lock of `directory` (created if needed) for the `with` block.
+
+    Raises `cli.UserInputError` naming the directory and the other run when it is taken."""
+    if not _is_local(directory):
+        logging.warning("%s: not a local path, so concurrent runs on it cannot be detected; "
+                        "make sure only one %s run writes there", directory, role)
+        yield
+        return
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise cli.UserInputError(f"{directory}: cannot create the output directory: "
+                                 f"{error.strerror}") from error
+    path = os.path.join(directory, f".albert_tf-{role}.lock")
+    try:
+        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise cli.UserInputError(f"{directory}: cannot write in the output directory "
+                                 f"({error.strerror})") from error
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(handle, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            raise cli.UserInputError(
+                f"{directory}: another {role} run is using this output directory ({holder}); "
+                f"wait for it to finish or choose another directory") from None
+        os.ftruncate(handle, 0)
+        os.pwrite(handle, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(handle)  # closing the descriptor releases the flock

@@ -1,0 +1,95 @@
+"""The CLI error convention and the output-directory lock."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from albert_tf import cli, output_lock
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _script(tmp_path, body):
+    path = tmp_path / "tool.py"
+    path.write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO_ROOT,
+                          env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+
+
+def test_user_input_error_is_one_line_and_exit_2(tmp_path):
+    result = _script(tmp_path, """
+        from albert_tf import cli
+        def main(argv):
+            raise cli.UserInputError("--learning_rate=-1: expected a number > 0")
+        cli.run(main)
+        """)
+    assert result.returncode == cli.EXIT_USER_ERROR
+    assert result.stderr.strip().splitlines()[-1] == \
+        "tool.py: error: --learning_rate=-1: expected a number > 0"
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bug_keeps_its_traceback(tmp_path):
+    result = _script(tmp_path, """
+        from albert_tf import cli
+        def main(argv):
+            raise KeyError("bug")
+        cli.run(main)
+        """)
+    assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+def test_multiline_message_becomes_one_line():
+    assert cli.error_line(cli.UserInputError("a\nb"), "x.py") == "x.py: error: a b"
+
+
+def test_second_writer_refused_and_released_on_exit(tmp_path):
+    directory = str(tmp_path / "out")
+    with output_lock.hold(directory, "train"):
+        with pytest.raises(cli.UserInputError, match=r"out: another train run .*pid \d+"):
+            with output_lock.hold(directory, "train"):
+                pass
+        with output_lock.hold(directory, "eval"):  # an evaluator beside a trainer is fine
+            pass
+    with output_lock.hold(directory, "train"):  # released
+        pass
+
+
+def test_lock_of_a_killed_process_is_free(tmp_path):
+    directory = str(tmp_path / "out")
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from albert_tf import output_lock
+            with output_lock.hold({directory!r}, "train"):
+                print("held", flush=True)
+                time.sleep(600)
+            """)],
+        stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    try:
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(cli.UserInputError, match="another train run"):
+            with output_lock.hold(directory, "train"):
+                pass
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    with output_lock.hold(directory, "train"):
+        pass
+
+
+def test_unwritable_directory_named(tmp_path):
+    if os.geteuid() == 0:
+        target = "/proc/albert_tf_cannot_exist"
+    else:
+        locked = tmp_path / "ro"
+        locked.mkdir(mode=0o500)
+        target = str(locked / "out")
+    with pytest.raises(cli.UserInputError, match="albert_tf_cannot_exist|ro/out"):
+        with output_lock.hold(target, "train"):
+            pass
