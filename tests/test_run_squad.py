@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from absl import app, flags
 
-import run_squad
+from albert_tf.scripts import run_squad
 from albert_tf.config import AlbertConfig
 from albert_tf.export import squad as squad_export
 from albert_tf.squad import prediction, records
