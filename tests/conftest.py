@@ -41,7 +41,7 @@ def digit_comma_spm_model_file(real_data, tmp_path_factory):
     """A 2,000-piece ALBERT-layout model on one Brown shard with the extra user-defined piece
     "000,". Brown-trained models never learn a piece like "000," (no "▁", ends in digit+comma),
     which the released 30k-clean.model has and which makes the digit-comma rule of
-    encode_pieces emit its spurious "▁" (original_release.md §6); this model does. ~1 s."""
+    encode_pieces emit its spurious "▁"; this model does. ~1 s."""
     from albert_tf import vocab
     prefix = str(tmp_path_factory.mktemp("spm") / "brown-2k-digit-comma")
     symbols = vocab.ALBERT_SPM_DEFAULTS["user_defined_symbols"] + ["000,"]

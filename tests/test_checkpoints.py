@@ -174,7 +174,7 @@ def test_mismatched_head_is_reported_and_left_initialised(tmp_path):
 
 
 def test_init_from_group0(tmp_path):
-    """§5.6: a G = 1 checkpoint grows into G = 2; group_1 starts as a copy of group_0."""
+    """--init_from_group0: a G = 1 checkpoint grows into G = 2; group_1 starts as a copy of group_0."""
     shared = encoder.AlbertEncoder(small_config(num_hidden_layers=4))
     randomise(shared)
     prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), shared.checkpoint_variables())

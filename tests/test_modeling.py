@@ -1,4 +1,4 @@
-"""The Keras model against the spec (§4): names and shapes, sharing, numerics, precision, XLA."""
+"""The Keras model against the original modeling.py: names and shapes, sharing, numerics, precision, XLA."""
 
 import keras
 import numpy as np
@@ -8,7 +8,7 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig, ConfigError
 from albert_tf.modeling import attention, classifier, embeddings, encoder, layers, pretraining
 
-# §4.2: a released (G = K = 1) checkpoint's 32 model tensors, with V, E, H, I, P, T symbolic.
+# A released (G = K = 1) checkpoint's 32 model tensors, with V, E, H, I, P, T symbolic.
 SPEC_NAMES = [
     ("bert/embeddings/word_embeddings", "V,E"),
     ("bert/embeddings/token_type_embeddings", "T,E"),

@@ -1,4 +1,4 @@
-"""The original AdamW / LAMB update rules and schedule (spec §5.7) against a NumPy transcription."""
+"""The original AdamW / LAMB update rules and schedule (the original optimization.py and lamb_optimizer.py) against a NumPy transcription."""
 
 import re
 

@@ -51,7 +51,7 @@ def test_truncate_seq_pair_hand_computed(len_a, len_b, max_tokens, removed_a, re
 
 
 def _original_truncate(tokens_a, tokens_b, max_num_tokens, rng):
-    """The original's loop, one token at a time (a transcription of §5.2)."""
+    """The original's loop, one token at a time (a transcription of create_instances_from_document)."""
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
         trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
         if rng.random() < 0.5:
@@ -187,7 +187,7 @@ def test_digit_comma_lines_take_the_original_path(digit_comma_spm_model_file):
     encoder = text_encoding.LineEncoder(vocab, do_lower_case=False)
     lines = ["It cost 3,000, then 1,000,000, and 12,5 more.", "000, and 7,"]
     assert encoder.encode(lines) == [_reference_ids(vocab.tokenizer, l, lower=False) for l in lines]
-    # The spurious "▁" of the original digit-comma rule is there (tokenization §6).
+    # The spurious "▁" of the original digit-comma rule is there (the original's encode_pieces under Python 3).
     sp = vocab.tokenizer.sp_model
     assert sp.PieceToId("\u2581") in encoder.encode(["000,"])[0]
 

@@ -1,4 +1,4 @@
-"""Pretraining data made from real text (Brown Corpus) checked against §5.2–5.4.
+"""Pretraining data made from real text (Brown Corpus) checked against the original algorithm (pairs, masking, features).
 
 The records are read back with TensorFlow, and every check is made from them and from an
 independent tokenization of the text with `FullTokenizer` (not the data code's batch path).
@@ -24,7 +24,7 @@ _SP_WORD_CHARS = set("abcdefghijklmnopqrstuvwxyz") | _SP_SPECIAL
 
 
 def _is_start_piece(piece):
-    """§5.3's SentencePiece rule, transcribed independently of the library."""
+    """The original's SentencePiece start-piece rule, transcribed independently of the library."""
     return (piece.startswith("\u2581") or piece.startswith("<") or piece in _SP_SPECIAL
             or not all(c.lower() in _SP_WORD_CHARS for c in piece))
 
@@ -88,7 +88,7 @@ def test_layout_segment_ids_and_token_boundary(dataset):
 
 
 def _words(ids, first_sep, pieces):
-    """§5.3's whole-word candidates (a non-start first piece of B joins A's last word)."""
+    """The original's whole-word candidates (a non-start first piece of B joins A's last word)."""
     words = []
     for i, t in enumerate(ids):
         if i in (0, first_sep, len(ids) - 1):

@@ -1,4 +1,4 @@
-"""The MLM + SOP task: losses (spec §5.5) and metrics against NumPy, global-batch normalisation."""
+"""The MLM + SOP task: losses (the original run_pretraining.py) and metrics against NumPy, global-batch normalisation."""
 
 import numpy as np
 import pytest

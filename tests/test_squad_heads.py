@@ -1,4 +1,4 @@
-"""SQuAD heads: the original variable names and shapes, the arithmetic of §7.3 in numpy, the losses,
+"""SQuAD heads: the original variable names and shapes, the original heads' arithmetic in numpy, the losses,
 and the beam path agreeing with the teacher-forced path."""
 
 import numpy as np
@@ -69,7 +69,7 @@ V2_HEAD_SHAPES = {
 
 
 def _v2_reference(values, sequence, p_mask, start_states):
-    """§7.3 in numpy: masked start log-probs, end log-probs given start states, cls_logits."""
+    """The original run_squad_v2 head in numpy: masked start log-probs, end log-probs given start states, cls_logits."""
     def dense(x, name, activation=None):
         y = x @ values[f"{name}/kernel"] + values.get(f"{name}/bias", 0.0)
         return activation(y) if activation else y

@@ -1,4 +1,4 @@
-"""albert_tf.tokenization against original_release.md §6, the original BERT WordPiece test cases
+"""albert_tf.tokenization against the original tokenization.py rules, the original BERT WordPiece test cases
 and Hugging Face's sentencepiece-based `AlbertTokenizer` on real text."""
 
 import re
@@ -13,11 +13,11 @@ UNDERLINE = "\u2581"
 
 
 # ---------------------------------------------------------------------------------------------
-# A transcription of §6's rules, written independently of the module under test.
+# A transcription of the original rules, written independently of the module under test.
 
 
 def spec_preprocess(text, lower):
-    """§6: collapse whitespace runs and strip; NFKD; drop every combining character; lowercase."""
+    """Collapse whitespace runs and strip; NFKD; drop every combining character; lowercase."""
     text = re.sub(r"\s+", " ", text).strip()
     decomposed = unicodedata.normalize("NFKD", text)
     kept = []
@@ -29,7 +29,7 @@ def spec_preprocess(text, lower):
 
 
 def spec_encode_pieces(sp_model, text, strip_spurious_underline=False):
-    """§6 digit-comma rule. `strip_spurious_underline=True` is what the original INTENDED (and
+    """The original digit-comma rule. `strip_spurious_underline=True` is what the original INTENDED (and
     what Hugging Face does): drop a leading "▁" the re-encoding adds to a piece that had none."""
     out = []
     for piece in sp_model.encode(text, out_type=str):
@@ -121,7 +121,7 @@ def test_digit_comma_rule_on_real_model(digit_comma_spm_model_file):
     pieces = tok.tokenize(text)
     assert pieces == spec_encode_pieces(sp, text)
     # ... which the rule re-encodes: "000," -> "▁" + pieces of "000" + ",", the spurious "▁"
-    # kept exactly as the original did under Python 3 (§6).
+    # kept exactly as the original did under Python 3.
     zeros = sp.encode("000", out_type=str)
     assert zeros[0] == UNDERLINE
     assert pieces[:3] == ["▁it", "▁cost", "▁1"]
