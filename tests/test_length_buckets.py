@@ -1,0 +1,99 @@
+"""Length buckets: trimmed batches keep examples, order and outputs; the update equals the
+padded run's up to float rounding."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import cli
+from albert_tf.modeling import classifier
+from albert_tf.training import length_buckets
+
+
+def test_default_buckets():
+    assert length_buckets.default_buckets(128) == (16, 32, 64, 128)
+    assert length_buckets.default_buckets(512) == (16, 32, 64, 128, 256, 512)
+    assert length_buckets.default_buckets(100) == (16, 32, 64, 100)
+    assert length_buckets.default_buckets(16) == (16,)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("auto", (16, 32, 64)), ("", (16, 32, 64)), ("off", None), ("24,48", (24, 48, 64)),
+    ("32,64", (32, 64))])
+def test_parse_buckets(text, expected):
+    assert length_buckets.parse_buckets(text, 64) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("32,x", "--length_buckets=32,x: expected auto, off"), ("64,32", "ascending"),
+    ("0,32", "ascending"), ("32,128", "128 exceeds --max_seq_length=64")])
+def test_parse_buckets_errors_name_the_flag(text, message):
+    with pytest.raises(cli.UserInputError, match=message):
+        length_buckets.parse_buckets(text, 64)
+
+
+def _batch(lengths, max_seq_length=64, choices=None):
+    rng = np.random.default_rng(0)
+    shape = (len(lengths),) + ((choices,) if choices else ()) + (max_seq_length,)
+    mask = np.zeros(shape, np.int32)
+    for row, length in enumerate(lengths):
+        mask[row, ..., :length] = 1
+    ids = np.where(mask == 1, rng.integers(5, 99, shape), 0).astype(np.int32)
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros(shape, np.int32),
+            "label_ids": np.arange(len(lengths), dtype=np.int32)}
+
+
+@pytest.mark.parametrize("lengths, bucket", [([3, 9], 16), ([16], 16), ([17, 2], 32),
+                                             ([33, 64], 64), ([40], 64)])
+def test_trim_to_smallest_bucket_holding_every_row(lengths, bucket):
+    batch = _batch(lengths)
+    dataset = tf.data.Dataset.from_tensors(batch)
+    trimmed = next(iter(length_buckets.trim_dataset(dataset, (16, 32, 64), 64)))
+    assert trimmed["input_ids"].shape == (len(lengths), bucket)
+    np.testing.assert_array_equal(trimmed["input_ids"], batch["input_ids"][:, :bucket])
+    np.testing.assert_array_equal(trimmed["label_ids"], batch["label_ids"])  # not a sequence
+
+
+def test_multiple_choice_batches_trim_the_last_axis():
+    batch = _batch([5, 20], choices=4)
+    trimmed = next(iter(length_buckets.trim_dataset(
+        tf.data.Dataset.from_tensors(batch), (16, 32, 64), 64)))
+    assert trimmed["input_mask"].shape == (2, 4, 32)
+    assert int(tf.reduce_sum(trimmed["input_mask"])) == int(batch["input_mask"].sum())
+
+
+def test_off_leaves_the_dataset_alone():
+    dataset = tf.data.Dataset.from_tensors(_batch([3]))
+    assert length_buckets.trim_dataset(dataset, None, 64) is dataset
+
+
+def test_unpadded_mask_positions_count():
+    """A mask with a hole (never produced, but possible in user records) keeps its last token."""
+    mask = np.array([[1, 1, 0, 0, 1, 0, 0, 0]])
+    assert int(length_buckets.batch_length(mask)) == 5
+
+
+def test_logits_and_update_equal_the_padded_run(tiny_config):
+    """The same batch, padded to 64 and trimmed to its bucket: logits and gradients agree."""
+    model = classifier.AlbertClassifier(tiny_config, num_labels=3, dropout_rate=0.0)
+    batch = _batch([7, 30, 12, 3])
+    labels = tf.constant([0, 2, 1, 1])
+    trimmed = next(iter(length_buckets.trim_dataset(
+        tf.data.Dataset.from_tensors(batch), (16, 32, 64), 64)))
+    assert trimmed["input_ids"].shape[1] == 32
+
+    def logits_and_gradients(features):
+        inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        with tf.GradientTape() as tape:
+            logits = model(inputs, training=False)["logits"]
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        return logits, tape.gradient(loss, model.trainable_variables)
+
+    padded_logits, padded_gradients = logits_and_gradients(batch)
+    trimmed_logits, trimmed_gradients = logits_and_gradients(trimmed)
+    np.testing.assert_allclose(trimmed_logits, padded_logits, atol=1e-5)
+    for padded, trimmed_gradient, variable in zip(padded_gradients, trimmed_gradients,
+                                                  model.trainable_variables):
+        np.testing.assert_allclose(tf.convert_to_tensor(trimmed_gradient),
+                                   tf.convert_to_tensor(padded), atol=1e-5,
+                                   err_msg=variable.path)
