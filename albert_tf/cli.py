@@ -23,6 +23,10 @@ class UserInputError(ValueError):
     """Bad input that the user can fix; the message names the flag, file or variable."""
 
 
+class MissingFileError(UserInputError, FileNotFoundError):
+    """A file or directory the user named does not exist (also a FileNotFoundError)."""
+
+
 def error_line(error, program=None):
     """The one stderr line for `error`: `<program>: error: <message>`."""
     program = program or os.path.basename(sys.argv[0]) or "albert_tf"

@@ -1,14 +1,21 @@
-"""`AlbertConfig`: the original `albert_config.json`, with its defaults, unknown keys kept.
+"""`AlbertConfig`: the original `albert_config.json`, with its defaults.
 
-The original copies every JSON key onto the object (released files carry `net_structure_type`,
-`gap_size`, `num_memory_blocks`, `layers_to_keep`), so a round trip must keep them too.
+The released files carry keys the model does not use (`net_structure_type`, `gap_size`,
+`num_memory_blocks`, `layers_to_keep`); they are accepted and kept through a round trip. Any
+other key is an error that suggests the field it was probably meant to be: the original copied
+every key onto the object, so a misspelt `hiden_size` silently built the 4096-wide default.
+For the same reason `hidden_size` and `num_attention_heads` must be given; the other size
+fields fall back to the original defaults with a warning naming each.
 """
 
 import copy
+import difflib
 import json
 import os
 
-from albert_tf import io_utils
+from absl import logging
+
+from albert_tf import cli, io_utils
 
 _DEFAULTS = {
     "embedding_size": 128,
@@ -27,6 +34,12 @@ _DEFAULTS = {
     "initializer_range": 0.02,
 }
 
+# Keys of the released configs that the model ignores, kept through a round trip.
+_RELEASED_EXTRA_KEYS = ("net_structure_type", "gap_size", "num_memory_blocks", "layers_to_keep")
+KNOWN_KEYS = frozenset(("vocab_size", *_DEFAULTS, *_RELEASED_EXTRA_KEYS))
+REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_attention_heads")
+_DEFAULTED_SIZE_KEYS = ("embedding_size", "num_hidden_layers", "intermediate_size")
+
 _INT_FIELDS = (
     "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
     "num_attention_heads", "intermediate_size", "inner_group_num", "max_position_embeddings",
@@ -42,7 +55,7 @@ PUBLISHED_MODELS = tuple(
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(cli.UserInputError):
     """A config field is missing or has a value the model cannot use."""
 
 
@@ -50,6 +63,7 @@ class AlbertConfig:
     """Every field of the original `AlbertConfig`; extra keys are stored and written back."""
 
     def __init__(self, vocab_size, **fields):
+        _check_known_keys(fields, "AlbertConfig")
         values = dict(_DEFAULTS)
         values.update(fields)
         values["vocab_size"] = vocab_size
@@ -60,11 +74,21 @@ class AlbertConfig:
     def from_dict(cls, json_object, source="<dict>"):
         if not isinstance(json_object, dict):
             raise ConfigError(f"{source}: expected a JSON object, got {type(json_object).__name__}")
+        _check_known_keys(json_object, source)
         if "vocab_size" not in json_object:
             raise ConfigError(f"{source}: required field 'vocab_size' is missing")
         fields = dict(json_object)
         config = cls(fields.pop("vocab_size"), **fields)
         config.validate(source)
+        for key in REQUIRED_KEYS:
+            if key not in json_object:
+                raise ConfigError(f"{source}: required field '{key}' is missing (the original "
+                                  f"default {_DEFAULTS[key]} is the xxlarge model's)")
+        defaulted = [key for key in _DEFAULTED_SIZE_KEYS if key not in json_object]
+        if defaulted:
+            logging.warning("%s: %s not given; using the original defaults %s", source,
+                            ", ".join(defaulted), ", ".join(f"{key}={_DEFAULTS[key]}"
+                                                           for key in defaulted))
         return config
 
     @classmethod
@@ -114,6 +138,15 @@ class AlbertConfig:
             raise ConfigError(f"{source}: 'hidden_act' must be one of {HIDDEN_ACTS}, got {self.hidden_act!r}")
         return self
 
+    def check_vocabulary(self, vocabulary_size, vocabulary_source, config_source="the config"):
+        """A tokenizer with more ids than `vocab_size` would fail deep in the graph (a gather
+        index error on the first unseen id): refuse it up front, naming both files."""
+        if vocabulary_size > self.vocab_size:
+            raise ConfigError(
+                f"{config_source}: vocab_size {self.vocab_size} is smaller than the "
+                f"{vocabulary_size} ids of {vocabulary_source}; use the config the vocabulary "
+                f"was made with, or set vocab_size >= {vocabulary_size}")
+
     def group_index(self, layer_idx):
         """The original's `int(layer_idx / num_hidden_layers * num_hidden_groups)`."""
         return int(layer_idx / self.num_hidden_layers * self.num_hidden_groups)
@@ -130,5 +163,33 @@ class AlbertConfig:
     def __eq__(self, other):
         return isinstance(other, AlbertConfig) and self.to_dict() == other.to_dict()
 
+    def write_beside(self, directory, name="albert_config.json"):
+        """Logs the effective config and writes it into `directory` (next to the checkpoints).
+
+        A different config already there means the checkpoints belong to another model:
+        raises ConfigError rather than resume them with the wrong shapes."""
+        path = os.path.join(directory, name)
+        logging.info("Effective model config: %s", json.dumps(self.to_dict(), sort_keys=True))
+        if os.path.exists(path):
+            existing = AlbertConfig.from_json_file(path)
+            if existing != self:
+                changed = sorted(key for key in set(existing.to_dict()) | set(self.to_dict())
+                                 if getattr(existing, key, None) != getattr(self, key, None))
+                raise ConfigError(
+                    f"{path}: the output directory holds a run of another model config "
+                    f"(differs in {', '.join(changed)}); use another --output_dir")
+            return path
+        self.to_json_file(path)
+        return path
+
     def __repr__(self):
         return f"AlbertConfig({self.to_dict()!r})"
+
+
+def _check_known_keys(fields, source):
+    for key in fields:
+        if key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(f"{source}: unknown field '{key}'{hint} (known fields: "
+                              f"{', '.join(sorted(KNOWN_KEYS))})")

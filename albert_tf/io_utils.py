@@ -7,9 +7,35 @@ import uuid
 import tensorflow as tf
 
 
+# Part of every temporary name: `.<final name>.tmp-<pid>-<random>`.
+TEMP_MARKER = ".tmp-"
+
+
 def _temp_name(path):
     directory, base = os.path.split(path)
-    return os.path.join(directory, f".{base}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    return os.path.join(directory, f".{base}{TEMP_MARKER}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def remove_stale_temporaries(directory, final_names=None):
+    """Removes the temporary files a killed writer left in `directory` (all of them, or those of
+    `final_names` only) and returns their paths. Call it only while holding the directory's
+    output lock: a live writer's temporaries look the same."""
+    if not tf.io.gfile.isdir(directory):
+        return []
+    removed = []
+    for name in tf.io.gfile.listdir(directory):
+        if not (name.startswith(".") and TEMP_MARKER in name):
+            continue
+        final = name[1:name.index(TEMP_MARKER)]
+        if final_names is not None and final not in final_names:
+            continue
+        path = os.path.join(directory, name)
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            tf.io.gfile.remove(path)
+        removed.append(path)
+    return removed
 
 
 @contextlib.contextmanager

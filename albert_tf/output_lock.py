@@ -21,6 +21,8 @@ from absl import logging
 
 from albert_tf import cli
 
+_held_here = {}  # (real path, role) -> depth: this process already holds that lock
+
 
 def _is_local(path):
     return "://" not in path
@@ -30,7 +32,8 @@ def _is_local(path):
 def hold(directory, role):
     """Holds the `role` lock of `directory` (created if needed) for the `with` block.
 
-    Raises `cli.UserInputError` naming the directory and the other run when it is taken."""
+    Raises `cli.UserInputError` naming the directory and the other run when it is taken.
+    Re-entrant within one process (a trainer that evaluates each checkpoint it saves)."""
     if not _is_local(directory):
         logging.warning("%s: not a local path, so concurrent runs on it cannot be detected; "
                         "make sure only one %s run writes there", directory, role)
@@ -42,6 +45,14 @@ def hold(directory, role):
         raise cli.UserInputError(f"{directory}: cannot create the output directory: "
                                  f"{error.strerror}") from error
     path = os.path.join(directory, f".albert_tf-{role}.lock")
+    key = (os.path.realpath(path), role)
+    if key in _held_here:
+        _held_here[key] += 1
+        try:
+            yield
+        finally:
+            _held_here[key] -= 1
+        return
     try:
         handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as error:
@@ -57,6 +68,10 @@ def hold(directory, role):
                 f"wait for it to finish or choose another directory") from None
         os.ftruncate(handle, 0)
         os.pwrite(handle, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
-        yield
+        _held_here[key] = 1
+        try:
+            yield
+        finally:
+            del _held_here[key]
     finally:
         os.close(handle)  # closing the descriptor releases the flock

@@ -1,6 +1,7 @@
 """The CLI error convention and the output-directory lock."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -49,14 +50,19 @@ def test_multiline_message_becomes_one_line():
 
 def test_second_writer_refused_and_released_on_exit(tmp_path):
     directory = str(tmp_path / "out")
+    script = ("from albert_tf import output_lock\n"
+              f"with output_lock.hold({directory!r}, 'train'): pass")
     with output_lock.hold(directory, "train"):
-        with pytest.raises(cli.UserInputError, match=r"out: another train run .*pid \d+"):
-            with output_lock.hold(directory, "train"):
-                pass
+        second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                cwd=REPO_ROOT, timeout=120,
+                                env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+        assert second.returncode != 0
+        assert re.search(r"out: another train run .*pid \d+", second.stderr), second.stderr
         with output_lock.hold(directory, "eval"):  # an evaluator beside a trainer is fine
             pass
-    with output_lock.hold(directory, "train"):  # released
-        pass
+    released = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    assert released.returncode == 0
 
 
 def test_lock_of_a_killed_process_is_free(tmp_path):
@@ -93,3 +99,16 @@ def test_unwritable_directory_named(tmp_path):
     with pytest.raises(cli.UserInputError, match="albert_tf_cannot_exist|ro/out"):
         with output_lock.hold(target, "train"):
             pass
+
+
+def test_lock_is_reentrant_within_a_process(tmp_path):
+    directory = str(tmp_path / "out")
+    with output_lock.hold(directory, "eval"):
+        with output_lock.hold(directory, "eval"):
+            pass
+        child = subprocess.run(
+            [sys.executable, "-c", "from albert_tf import output_lock\n"
+             f"with output_lock.hold({directory!r}, 'eval'): pass"],
+            capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+            env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+        assert child.returncode != 0 and "another eval run" in child.stderr

@@ -20,7 +20,7 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import checkpoints, io_utils
+from albert_tf import checkpoints, io_utils, output_lock
 from albert_tf.training import checkpointing
 
 BEST_NAME = checkpoints.BEST_CHECKPOINT_NAME
@@ -90,6 +90,10 @@ class CheckpointEvaluator:
         return self.last_step is not None and self.last_evaluated >= self.last_step
 
     def evaluate_checkpoint(self, step, prefix):
+        with output_lock.hold(self.directory, "eval"):
+            return self._evaluate_checkpoint(step, prefix)
+
+    def _evaluate_checkpoint(self, step, prefix):
         results = dict(self.evaluate_fn(prefix))
         results.setdefault("global_step", step)
         if self.metric_name not in results:
@@ -115,8 +119,13 @@ class CheckpointEvaluator:
     def run(self):
         """Polls and evaluates until `last_step` is done or `timeout_seconds` pass idle.
 
-        Returns `{"best_step", "best_value", "last_evaluated"}`.
+        Returns `{"best_step", "best_value", "last_evaluated"}`. Holds the directory's `eval`
+        lock: a second evaluator writing the same results is refused.
         """
+        with output_lock.hold(self.directory, "eval"):
+            return self._run()
+
+    def _run(self):
         idle_since = time.time()
         while not self._finished():
             pending = self._pending()
@@ -186,7 +195,8 @@ def train_and_evaluate(trainer, directory, evaluate_fn, do_train, do_eval, eval_
     if do_eval:
         evaluator = CheckpointEvaluator(
             directory, evaluate_fn, trainer.task.eval_metric_name,
-            higher_is_better=True, last_step=trainer.config.num_train_steps,
+            higher_is_better=trainer.task.eval_metric_higher_is_better,
+            last_step=trainer.config.num_train_steps,
             poll_seconds=poll_seconds, timeout_seconds=eval_timeout_secs)
     if do_train:
         if evaluator is not None:

@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from albert_tf import optimization
+from albert_tf import io_utils, optimization, output_lock
 from albert_tf.training import checkpointing, strategy as strategy_lib
 
 PRECISION_POLICIES = {
@@ -259,7 +259,20 @@ class Trainer:
         return float(loss_sum) / num_steps
 
     def train(self):
-        """Trains to num_train_steps; returns the last loop's logged scalars."""
+        """Trains to num_train_steps; returns the last loop's logged scalars.
+
+        The chief holds the output directory's `train` lock throughout (a second trainer on it
+        is refused) and first removes the temporary files a killed run left there."""
+        if not self.is_chief:
+            return self._train()
+        with output_lock.hold(self.config.output_dir, "train"):
+            removed = io_utils.remove_stale_temporaries(self.config.output_dir)
+            if removed:
+                logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
+                                ", ".join(removed))
+            return self._train()
+
+    def _train(self):
         config = self.config
         start_step = self.restore_or_initialize()
         if start_step >= config.num_train_steps:
