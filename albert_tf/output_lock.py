@@ -28,6 +28,22 @@ def _is_local(path):
     return "://" not in path
 
 
+def check_writable(directory, flag_name):
+    """Creates `directory` if needed and proves it writable now, before hours of work that
+    would end in a failed first save."""
+    if not _is_local(directory):
+        return
+    try:
+        os.makedirs(directory, exist_ok=True)
+        probe = os.path.join(directory, f".albert_tf-write-probe-{os.getpid()}")
+        with open(probe, "w", encoding="utf-8"):
+            pass
+        os.remove(probe)
+    except OSError as error:
+        raise cli.UserInputError(f"{flag_name}={directory}: cannot write there "
+                                 f"({error.strerror})") from error
+
+
 @contextlib.contextmanager
 def hold(directory, role):
     """Holds the `role` lock of `directory` (created if needed) for the `with` block.

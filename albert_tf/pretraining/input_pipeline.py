@@ -1,16 +1,17 @@
-"""The tf.data reader of pretraining TFRecords used by the training loop (§5.5).
+"""The tf.data reader of pretraining TFRecords used by the training loop.
 
 As the original input_fn: int64 features are cast to int32, `token_boundary` is not read, and
 batches have a static size (drop_remainder). Training reads the files in a shuffled order,
 interleaved, then shuffles records; evaluation reads them in order. Both repeat.
 
 A record whose masked_lm_* length differs from `max_predictions_per_seq` (data made with
---do_permutation has twice the length, §8 item 3) is reported before training starts, naming
+--do_permutation has twice the length) is reported before training starts, naming
 the file and the value to pass, instead of failing inside the graph.
 """
 
 import tensorflow as tf
 
+from albert_tf import tfrecord_check
 from albert_tf.pretraining import file_patterns
 from albert_tf.pretraining import outputs
 from albert_tf.pretraining import records
@@ -56,7 +57,7 @@ def _check_first_record(path, max_seq_length, max_predictions_per_seq):
 
 
 def pretraining_dataset(input_patterns, *, batch_size, max_seq_length, max_predictions_per_seq,
-                        is_training, input_context=None, seed=None):
+                        is_training, input_context=None, seed=None, flag_name="--input_file"):
     """Batches of dicts: input_ids, input_mask, segment_ids, masked_lm_positions,
     masked_lm_ids (int32 [B, S] / [B, M]), masked_lm_weights (float32 [B, M]) and
     next_sentence_labels (int32 [B, 1]).
@@ -68,9 +69,11 @@ def pretraining_dataset(input_patterns, *, batch_size, max_seq_length, max_predi
     """
     if not isinstance(input_patterns, str):
         input_patterns = ",".join(input_patterns)
-    files = file_patterns.expand(input_patterns, "--input_file",
+    files = file_patterns.expand(input_patterns, flag_name,
                                  exclude_suffixes=(outputs.SUMMARY_SUFFIX,))
-    _check_first_record(files[0], max_seq_length, max_predictions_per_seq)
+    counts = tfrecord_check.check_files(files, flag_name)
+    _check_first_record(next(path for path in files if counts[path]), max_seq_length,
+                        max_predictions_per_seq)
     spec = _feature_spec(max_seq_length, max_predictions_per_seq)
 
     def parse(serialized):

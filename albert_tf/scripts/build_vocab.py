@@ -19,13 +19,13 @@ DEFAULTS = vocab.ALBERT_SPM_DEFAULTS
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Text files: comma-separated globs, one sentence per line.")
 flags.DEFINE_string("model_prefix", None, "Writes <model_prefix>.model and <model_prefix>.vocab.")
-flags.DEFINE_integer("vocab_size", DEFAULTS["vocab_size"], "Number of pieces.")
+flags.DEFINE_integer("vocab_size", DEFAULTS["vocab_size"], "Number of pieces.", lower_bound=1)
 flags.DEFINE_enum("model_type", DEFAULTS["model_type"], ["unigram", "bpe", "char", "word"],
                   "SentencePiece model type.")
 flags.DEFINE_float("character_coverage", DEFAULTS["character_coverage"],
-                   "Fraction of characters covered; the rest map to <unk>.")
+                   "Fraction of characters covered; the rest map to <unk>.", lower_bound=0, upper_bound=1)
 flags.DEFINE_integer("input_sentence_size", DEFAULTS["input_sentence_size"],
-                     "Sentences sampled for training (0 = all).")
+                     "Sentences sampled for training (0 = all).", lower_bound=0)
 flags.DEFINE_bool("shuffle_input_sentence", DEFAULTS["shuffle_input_sentence"],
                   "Sample the input sentences at random rather than taking the first ones.")
 flags.DEFINE_integer("pad_id", DEFAULTS["pad_id"], "Id of <pad> (-1: none).")

@@ -41,20 +41,20 @@ flags.DEFINE_bool("random_next_sentence", False, "Whether to use the sentence th
                   "before the current sentence as the negative sample for next sentence "
                   "prediction, rather than using sentences from other random documents. "
                   "(False = sentence-order prediction by swapping; True = BERT NSP.)")
-flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
-flags.DEFINE_integer("ngram", 3, "Maximum number of ngrams to mask.")
+flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.", lower_bound=5)
+flags.DEFINE_integer("ngram", 3, "Maximum number of ngrams to mask.", lower_bound=1)
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions "
-                     "per sequence.")
+                     "per sequence.", lower_bound=1)
 flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
 flags.DEFINE_integer("dupe_factor", 40, "Number of times to duplicate the input data (with "
-                     "different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+                     "different masks).", lower_bound=1)
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.", lower_bound=0, upper_bound=1)
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences which are shorter "
-                   "than the maximum length.")
+                   "than the maximum length.", lower_bound=0, upper_bound=1)
 flags.DEFINE_integer("num_workers", None, "Worker processes (input files are processed in "
-                     "parallel); default: all cores. The output does not depend on it.")
+                     "parallel); default: all cores. The output does not depend on it.", lower_bound=1)
 flags.DEFINE_integer("shuffle_buffer_size", 10000, "Instances per input file held to shuffle "
-                     "the output order (the original held and shuffled all of them).")
+                     "the output order (the original held and shuffled all of them).", lower_bound=1)
 flags.mark_flag_as_required("input_file")
 flags.mark_flag_as_required("output_file")
 

@@ -47,13 +47,13 @@ flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text. 
                   "True for uncased models and False for cased models.")
 flags.DEFINE_integer("max_seq_length", 512, "The maximum total input sequence length after "
                      "tokenization. Sequences longer than this will be truncated, and "
-                     "sequences shorter than this will be padded.")
+                     "sequences shorter than this will be padded.", lower_bound=3)
 flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the test "
                   "set (test_results.tsv, submit_results.tsv from model.ckpt-best).")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.", lower_bound=1)
+flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform.", lower_bound=0)
 flags.DEFINE_integer("warmup_step", 0, "Number of steps to perform linear learning rate warmup "
-                     "for.")
+                     "for.", lower_bound=0)
 flags.DEFINE_string("export_dir", None, "The directory where the exported SavedModel will be "
                     "stored (in a numeric version subdirectory, for TensorFlow Serving).")
 flags.DEFINE_float("threshold_to_export", float("nan"), "The threshold value that should be "

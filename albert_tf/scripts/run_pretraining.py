@@ -12,7 +12,7 @@ TPUEstimator. New flags: --eval_input_file, --precision, --enable_xla,
 
 from absl import app, flags, logging
 
-from albert_tf import cli
+from albert_tf import cli, output_lock, tfrecord_check
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import file_patterns, outputs, task as pretraining_task
 from albert_tf.training import driver, flags as training_flags
@@ -26,14 +26,14 @@ flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob o
 flags.DEFINE_string("eval_input_file", None, "Held-out TF example files for --do_eval (glob or "
                     "comma separated). Default: --input_file, as the original.")
 flags.DEFINE_integer("max_seq_length", 512, "The maximum total input sequence length after "
-                     "WordPiece tokenization. Must match the data.")
+                     "WordPiece tokenization. Must match the data.", lower_bound=5)
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per "
-                     "sequence. Must match the data.")
-flags.DEFINE_integer("num_train_steps", 125000, "Number of training steps.")
-flags.DEFINE_integer("num_warmup_steps", 3125, "Number of warmup steps.")
-flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+                     "sequence. Must match the data.", lower_bound=1)
+flags.DEFINE_integer("num_train_steps", 125000, "Number of training steps.", lower_bound=0)
+flags.DEFINE_integer("num_warmup_steps", 3125, "Number of warmup steps.", lower_bound=0)
+flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.", lower_bound=1)
 flags.DEFINE_float("masked_lm_budget", 0, "Online masking budget (never implemented in the "
-                   "original; any value > 0 is refused).")
+                   "original; any value > 0 is refused).", lower_bound=0)
 training_flags.define_training_flags(
     train_batch_size=4096, eval_batch_size=64, learning_rate=0.00176, optimizer="lamb",
     save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
@@ -58,7 +58,15 @@ def main(_):
     eval_files = (file_patterns.expand(FLAGS.eval_input_file, "--eval_input_file",
                                        exclude_suffixes=(outputs.SUMMARY_SUFFIX,))
                   if FLAGS.eval_input_file else input_files)
-    logging.info("Training on %d file(s), evaluating on %d", len(input_files), len(eval_files))
+    train_records = tfrecord_check.check_files(input_files, "--input_file")
+    eval_records = (tfrecord_check.check_files(eval_files, "--eval_input_file")
+                    if FLAGS.eval_input_file else train_records)
+    logging.info("Training on %d record(s) in %d file(s), evaluating on %d in %d",
+                 sum(train_records.values()), len(input_files), sum(eval_records.values()),
+                 len(eval_files))
+    if FLAGS.do_train:
+        output_lock.check_writable(FLAGS.output_dir, "--output_dir")
+        albert_config.write_beside(FLAGS.output_dir)
     strategy = training_flags.strategy_from_flags(FLAGS)
     task = pretraining_task.PretrainingTask(
         albert_config, input_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,

@@ -46,21 +46,21 @@ flags.DEFINE_string("albert_hub_module_handle", None, "A LOCAL directory holding
 flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text. Should be "
                   "True for uncased models and False for cased models.")
 flags.DEFINE_float("dropout_prob", 0.1, "Dropout probability on the pooled output before the "
-                   "multiple-choice head.")
+                   "multiple-choice head.", lower_bound=0, upper_bound=0.99)
 flags.DEFINE_integer("max_seq_length", 512, "The maximum total input sequence length after "
                      "tokenization. Sequences longer than this will be truncated, and "
-                     "sequences shorter than this will be padded.")
+                     "sequences shorter than this will be padded.", lower_bound=3)
 flags.DEFINE_integer("max_qa_length", 128, "The maximum number of tokens kept of the question "
-                     "+ option (the LAST ones).")
+                     "+ option (the LAST ones).", lower_bound=1)
 flags.DEFINE_bool("high_only", False, "Whether to only run the model on the high school set.")
 flags.DEFINE_bool("middle_only", False, "Whether to only run the model on the middle school "
                   "set.")
 flags.DEFINE_bool("do_predict", False, "Whether to evaluate model.ckpt-best on the test split "
                   "(predict_results.txt, test_predictions.tsv).")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_integer("train_step", 12000, "Total number of training steps to perform.")
+flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.", lower_bound=1)
+flags.DEFINE_integer("train_step", 12000, "Total number of training steps to perform.", lower_bound=0)
 flags.DEFINE_integer("warmup_step", 1000, "Number of steps to perform linear learning rate "
-                     "warmup for.")
+                     "warmup for.", lower_bound=0)
 flags.DEFINE_string("export_dir", None, "Export model.ckpt-best as a SavedModel to "
                     "<export_dir>/<version>/ (TensorFlow Serving layout).")
 flags.DEFINE_bool("allow_random_init", False, "Allow --do_train without --init_checkpoint "

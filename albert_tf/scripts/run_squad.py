@@ -25,8 +25,8 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """Defines the flags on `flag_values` (tests pass their own FlagValues)."""
-    def define(kind, *args):
-        getattr(flags, f"DEFINE_{kind}")(*args, flag_values=flag_values)
+    def define(kind, *args, **kwargs):
+        getattr(flags, f"DEFINE_{kind}")(*args, flag_values=flag_values, **kwargs)
 
     define("string", "albert_config_file", None, "The config json file corresponding to the "
            "pre-trained ALBERT model. This specifies the model architecture.")
@@ -48,22 +48,22 @@ def define_flags(flag_values=FLAGS):
            "True for uncased models and False for cased models.")
     define("integer", "max_seq_length", 384, "The maximum total input sequence length after "
            "WordPiece tokenization. Sequences longer than this will be truncated, and "
-           "sequences shorter than this will be padded.")
+           "sequences shorter than this will be padded.", lower_bound=3)
     define("integer", "doc_stride", 128, "When splitting up a long document into chunks, how "
-           "much stride to take between chunks.")
+           "much stride to take between chunks.", lower_bound=1)
     define("integer", "max_query_length", 64, "The maximum number of tokens for the question. "
-           "Questions longer than this will be truncated to this length.")
+           "Questions longer than this will be truncated to this length.", lower_bound=1)
     define("bool", "do_predict", False, "Whether to run eval on the dev set (every "
            "checkpoint).")
-    define("integer", "predict_batch_size", 8, "Total batch size for predictions.")
-    define("float", "num_train_epochs", 3.0, "Total number of training epochs to perform.")
+    define("integer", "predict_batch_size", 8, "Total batch size for predictions.", lower_bound=1)
+    define("float", "num_train_epochs", 3.0, "Total number of training epochs to perform.", lower_bound=0)
     define("float", "warmup_proportion", 0.1, "Proportion of training to perform linear "
-           "learning rate warmup for. E.g., 0.1 = 10% of training.")
+           "learning rate warmup for. E.g., 0.1 = 10% of training.", lower_bound=0, upper_bound=1)
     define("integer", "n_best_size", 20, "The total number of n-best predictions to generate "
-           "in the nbest_predictions.json output file.")
+           "in the nbest_predictions.json output file.", lower_bound=1)
     define("integer", "max_answer_length", 30, "The maximum length of an answer that can be "
            "generated. This is needed because the start and end predictions are not "
-           "conditioned on one another.")
+           "conditioned on one another.", lower_bound=1)
     define("bool", "use_einsum", True, "Whether to use tf.einsum or tf.reshape+tf.matmul for "
            "dense layers. Must be set to False for TFLite compatibility (the TFLite file is "
            "always written from a reshape+matmul copy).")
@@ -71,9 +71,9 @@ def define_flags(flag_values=FLAGS):
            "(<export_dir>/saved_model/<version>) and albert_model.tflite will be stored.")
     define("bool", "version_2_with_negative", False, "SQuAD v2.0 (unanswerable questions, "
            "the run_squad_v2.py model); default v1.1 (run_squad_v1.py).")
-    define("integer", "start_n_top", 5, "v2: beam size for the answer start.")
-    define("integer", "end_n_top", 5, "v2: beam size for the answer end.")
-    define("float", "dropout_prob", 0.1, "v2: dropout probability in the answer_class head.")
+    define("integer", "start_n_top", 5, "v2: beam size for the answer start.", lower_bound=1)
+    define("integer", "end_n_top", 5, "v2: beam size for the answer end.", lower_bound=1)
+    define("float", "dropout_prob", 0.1, "v2: dropout probability in the answer_class head.", lower_bound=0, upper_bound=0.99)
     define("string", "threshold_predict_file", None, "v2: labelled SQuAD v2.0 json on which "
            "to choose the no-answer threshold (best F1). Default: the --predict_file itself, "
            "reported as tuned on the evaluated set.")

@@ -21,7 +21,7 @@ from albert_tf import serving
 FLAGS = flags.FLAGS
 flags.DEFINE_string("export_dir", None, "Export directory: a SavedModel or numeric version subdirectories.")
 flags.DEFINE_string("model_name", "albert", "Model name in the REST paths /v1/models/<name>.")
-flags.DEFINE_integer("rest_api_port", 8501, "Port of the REST API.")
+flags.DEFINE_integer("rest_api_port", 8501, "Port of the REST API.", lower_bound=0, upper_bound=65535)
 flags.DEFINE_string("host", "127.0.0.1", "Address the built-in server listens on.")
 flags.DEFINE_multi_string("text", None, "Classify these sentences once and exit (no server).")
 flags.DEFINE_multi_string("text_b", None, "Second sentences for pair tasks, one per --text.")

@@ -53,7 +53,7 @@ def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
                   "given).")
     define.string("master", None, "TPU master address; used when --tpu_name is not given.")
     define.integer("num_tpu_cores", num_tpu_cores, "Number of TPU cores (replicas) to use "
-                   "with --use_tpu.")
+                   "with --use_tpu.", lower_bound=1)
     define.enum("distribution_strategy", "auto", strategy_lib.STRATEGIES,
                 "tf.distribute strategy. auto: TPU with --use_tpu, multi-worker mirrored "
                 "when TF_CONFIG names several workers, mirrored over 2+ local GPUs, one "
@@ -70,7 +70,7 @@ def define_performance_flags(flag_values=flags.FLAGS):
     define.integer("gradient_accumulation_steps", 1,
                    "Split each global batch into this many micro-batches per replica and "
                    "sum their gradients before one update: the same update as one batch of "
-                   "--train_batch_size, in less memory.")
+                   "--train_batch_size, in less memory.", lower_bound=1)
 
 
 def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_checkpoints_steps,
@@ -95,30 +95,42 @@ def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_ch
     if do_eval is not None:
         define.bool("do_eval", do_eval, "Whether to run eval on the dev set.")
     define.integer("train_batch_size", train_batch_size, "Total (global) batch size for "
-                   "training, over all replicas and accumulation micro-batches.")
+                   "training, over all replicas and accumulation micro-batches.", lower_bound=1)
     if eval_batch_size is not None:
-        define.integer("eval_batch_size", eval_batch_size, "Total batch size for eval.")
+        define.integer("eval_batch_size", eval_batch_size, "Total batch size for eval.",
+                       lower_bound=1)
     define.enum("optimizer", optimizer, optimization.OPTIMIZERS, "The optimizer for "
                 "training.")
-    define.float("learning_rate", learning_rate, "The initial learning rate.")
-    define.float("poly_power", 1.0, "The power of the polynomial decay.")
-    define.integer("start_warmup_step", 0, "The starting step of warmup.")
+    define.float("learning_rate", learning_rate, "The initial learning rate (> 0).")
+    must_be_positive("learning_rate", flag_values)
+    define.float("poly_power", 1.0, "The power of the polynomial decay (> 0).")
+    must_be_positive("poly_power", flag_values)
+    define.integer("start_warmup_step", 0, "The starting step of warmup.", lower_bound=0)
     define.integer("save_checkpoints_steps", save_checkpoints_steps,
-                   "How often to save the model checkpoint.")
+                   "How often to save the model checkpoint.", lower_bound=1)
     define.integer("keep_checkpoint_max", keep_checkpoint_max,
-                   "How many checkpoints to keep (the newest; model.ckpt-best is separate).")
+                   "How many checkpoints to keep (the newest; model.ckpt-best is separate).",
+                   lower_bound=1)
     define.integer("iterations_per_loop", iterations_per_loop,
-                   "How many steps to run inside one tf.function call (one log line each).")
+                   "How many steps to run inside one tf.function call (one log line each).",
+                   lower_bound=1)
     define_distribution_flags(num_tpu_cores, flag_values)
     define_performance_flags(flag_values)
 
 
 def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
-    """New: the original's evaluate-every-checkpoint loops could poll for ever (§8.7)."""
+    """New: the original's evaluate-every-checkpoint loops could poll for ever."""
     define = _Definer(flag_values)
     define.float("eval_timeout_secs", eval_timeout_secs,
                  "Stop evaluating when no new checkpoint has appeared for this many seconds "
-                 "(evaluation also stops once the last training step is evaluated).")
+                 "(evaluation also stops once the last training step is evaluated).",
+                 lower_bound=0)
+
+
+def must_be_positive(name, flag_values=flags.FLAGS):
+    """A number flag that only makes sense above 0 (a learning rate <= 0 ascends the loss)."""
+    flags.register_validator(name, lambda value: value is None or value > 0,
+                             message=f"--{name} must be > 0", flag_values=flag_values)
 
 
 def strategy_from_flags(flag_values):
