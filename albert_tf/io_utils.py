@@ -16,10 +16,10 @@ def _temp_name(path):
     return os.path.join(directory, f".{base}{TEMP_MARKER}{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
-def remove_stale_temporaries(directory, final_names=None):
-    """Removes the temporary files a killed writer left in `directory` (all of them, or those of
-    `final_names` only) and returns their paths. Call it only while holding the directory's
-    output lock: a live writer's temporaries look the same."""
+def remove_stale_temporaries(directory, belongs=None):
+    """Removes the temporary files a killed writer left in `directory` (all of them, or those
+    whose final name satisfies `belongs`) and returns their paths. Call it only while holding
+    the directory's output lock: a live writer's temporaries look the same."""
     if not tf.io.gfile.isdir(directory):
         return []
     removed = []
@@ -27,7 +27,7 @@ def remove_stale_temporaries(directory, final_names=None):
         if not (name.startswith(".") and TEMP_MARKER in name):
             continue
         final = name[1:name.index(TEMP_MARKER)]
-        if final_names is not None and final not in final_names:
+        if belongs is not None and not belongs(final):
             continue
         path = os.path.join(directory, name)
         if tf.io.gfile.isdir(path):

@@ -4,7 +4,8 @@ Two processes on one `--output_dir` would interleave `eval_results.txt`, overwri
 checkpoints and leave a `model.ckpt-best` that matches neither. A run takes an exclusive
 `flock` on `<output_dir>/.albert_tf-<role>.lock` for its whole life. The kernel releases a
 `flock` when its process dies, however it dies (SIGKILL included), so a killed run never leaves
-the directory locked; the file itself stays and only records the holder for the error message.
+the directory locked (its lock file stays, unlocked, and only records the holder for the error
+message; a finished run removes it).
 
 Roles are separate so that the documented pattern of a trainer and an evaluator on one directory
 (two processes) keeps working: `train` writes checkpoints, `eval` writes the evaluation results
@@ -69,19 +70,8 @@ def hold(directory, role):
         finally:
             _held_here[key] -= 1
         return
+    handle = _acquire(path, directory, role)
     try:
-        handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as error:
-        raise cli.UserInputError(f"{directory}: cannot write in the output directory "
-                                 f"({error.strerror})") from error
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(handle, 200, 0).decode("utf-8", "replace").strip() or "unknown"
-            raise cli.UserInputError(
-                f"{directory}: another {role} run is using this output directory ({holder}); "
-                f"wait for it to finish or choose another directory") from None
         os.ftruncate(handle, 0)
         os.pwrite(handle, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
         _held_here[key] = 1
@@ -89,5 +79,32 @@ def hold(directory, role):
             yield
         finally:
             del _held_here[key]
+            os.unlink(path)  # still locked: nobody else can hold this inode
     finally:
         os.close(handle)  # closing the descriptor releases the flock
+
+
+def _acquire(path, directory, role):
+    """An open, flocked descriptor of `path`. The file is removed on release (so a finished run
+    leaves nothing behind); a lock won on a file another run just removed is retried."""
+    while True:
+        try:
+            handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise cli.UserInputError(f"{directory}: cannot write in the output directory "
+                                     f"({error.strerror})") from error
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(handle, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            os.close(handle)
+            raise cli.UserInputError(
+                f"{directory}: another {role} run is using this output directory ({holder}); "
+                f"wait for it to finish or choose another directory") from None
+        try:
+            same_file = os.stat(path).st_ino == os.fstat(handle).st_ino
+        except FileNotFoundError:
+            same_file = False
+        if same_file:
+            return handle
+        os.close(handle)

@@ -21,6 +21,8 @@ import unicodedata
 
 import sentencepiece as spm
 
+from albert_tf import cli
+
 SPIECE_UNDERLINE = "\u2581"
 
 
@@ -118,7 +120,7 @@ def _read_file_bytes(path, what):
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError as error:
-        raise FileNotFoundError(f"{path}: {what} file not found") from error
+        raise cli.MissingFileError(f"{path}: {what} file not found") from error
     except Exception as error:
         raise OSError(f"{path}: cannot read {what} file: {error}") from error
 
@@ -137,7 +139,7 @@ def load_sp_model(spm_model_file, serialized=None):
     try:
         sp_model.LoadFromSerializedProto(serialized)
     except Exception as error:
-        raise ValueError(
+        raise cli.UserInputError(
             f"{spm_model_file}: not a valid SentencePiece model file ({error})") from error
     return sp_model
 

@@ -10,6 +10,7 @@ import os
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
+from albert_tf import cli, text_check
 from albert_tf import tokenization
 
 ALBERT_SPM_DEFAULTS = {
@@ -54,11 +55,23 @@ def expand_input_patterns(patterns):
             continue
         matched = sorted(_gfile().glob(pattern) if "://" in pattern else glob.glob(pattern))
         if not matched:
-            raise FileNotFoundError(f"--input: no file matches {pattern!r}")
+            raise cli.MissingFileError(f"--input: no file matches {pattern!r}")
         files.extend(matched)
     if not files:
-        raise FileNotFoundError("--input: no input files given")
+        raise cli.MissingFileError("--input: no input files given")
     return files
+
+
+def _check_text_inputs(input_files):
+    """Every file UTF-8 text, and some text in all: SentencePiece's trainer otherwise fails
+    with an internal assertion (no input) or learns pieces of a binary file."""
+    has_text = False
+    for path in input_files:
+        head = text_check.check_is_text(path)
+        has_text = has_text or bool(head.strip()) or len(head) == text_check.SNIFF_BYTES
+    if not has_text:
+        raise cli.UserInputError(f"--input: {', '.join(input_files)}: no text in the input "
+                                 "(the files are empty or blank)")
 
 
 def _gfile():
@@ -98,11 +111,12 @@ def train_albert_spm(input_files, model_prefix, preprocess=False, do_lower_case=
     """
     for path in input_files:
         if not _exists(path):
-            raise FileNotFoundError(f"{path}: vocabulary input file does not exist")
+            raise cli.MissingFileError(f"{path}: vocabulary input file does not exist")
+    _check_text_inputs(input_files)
     unknown = sorted(set(overrides) - set(trainer_options()))
     reserved = sorted(set(overrides) & set(_RESERVED))
     if unknown or reserved:
-        raise ValueError(
+        raise cli.UserInputError(
             f"unknown SentencePiece trainer option(s) {unknown + reserved}; valid options: "
             f"{', '.join(o for o in trainer_options() if o not in _RESERVED)}")
     settings = dict(ALBERT_SPM_DEFAULTS)

@@ -13,6 +13,8 @@ import time
 from absl import logging
 import tensorflow as tf
 
+from albert_tf import cli, io_utils, output_lock
+
 from albert_tf.pretraining import documents
 from albert_tf.pretraining import file_patterns
 from albert_tf.pretraining import outputs
@@ -43,7 +45,29 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
     clashes = set(map(os.path.abspath, input_files)) & set(
         map(os.path.abspath, plan.outputs + [plan.summary_path]))
     if clashes:
-        raise ValueError(f"--output_file would overwrite input file(s): {sorted(clashes)}")
+        raise cli.UserInputError(
+            f"--output_file would overwrite input file(s): {sorted(clashes)}")
+    output_dir = os.path.dirname(plan.outputs[0]) or "."
+    with output_lock.hold(output_dir, "data"):
+        _remove_stale_outputs(plan, output_dir)
+        outputs.check_no_mixed_shards(plan)
+        return _create(input_files, plan, options, num_workers, progress_interval_seconds,
+                       start, cpu_start)
+
+
+def _remove_stale_outputs(plan, output_dir):
+    """Temporaries of these outputs left by a killed run (safe: we hold the lock)."""
+    names = {os.path.basename(path) for path in plan.outputs + [plan.summary_path]}
+    parts = os.path.basename(plan.outputs[0]) + ".part-"  # round-robin staging files
+    removed = io_utils.remove_stale_temporaries(
+        output_dir, belongs=lambda name: name in names or name.startswith(parts))
+    if removed:
+        logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
+                        ", ".join(removed))
+
+
+def _create(input_files, plan, options, num_workers, progress_interval_seconds, start,
+            cpu_start):
     resources = producer.Resources(options)  # Fails early on an unreadable vocabulary.
     note = options.budget_cap_note()
     if note:
@@ -51,7 +75,7 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
     if num_workers is None:
         num_workers = default_num_workers()
     if num_workers < 1:
-        raise ValueError(f"--num_workers={num_workers}: expected at least 1")
+        raise cli.UserInputError(f"--num_workers={num_workers}: expected at least 1")
     num_workers = min(num_workers, len(input_files))
     logging.info("%d input file(s), %d worker(s), %s output: %s", len(input_files),
                  num_workers, plan.mode, ", ".join(plan.outputs[:3])
@@ -79,9 +103,22 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
     elapsed = time.monotonic() - start
     summary = summary_lib.build(file_stats, writer.counts, options, num_workers, elapsed,
                                 _cpu_seconds() - cpu_start, plan.summary_path)
+    _warn_about_truncation(summary)
     summary_lib.write(plan.summary_path, summary)
     _log_summary(summary, plan.summary_path)
     return summary
+
+
+def _warn_about_truncation(summary):
+    """Very long lines lose nearly all their tokens to truncation at max_seq_length; say so."""
+    for entry in summary["input_files"]:
+        kept = entry["kept_token_fraction"]
+        if kept is not None and kept < summary_lib.LOW_KEPT_TOKEN_FRACTION:
+            logging.warning(
+                "%s: only %.1f%% of its tokens (x dupe_factor) reached an instance; the rest "
+                "were cut by truncation to --max_seq_length=%d. Sentences that long (one line "
+                "per sentence is expected) are mostly dropped", entry["path"], 100 * kept,
+                summary["features"]["max_seq_length"])
 
 
 def _cpu_seconds():

@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 
+from albert_tf import cli, text_check
+
 _LINES_PER_BATCH = 4096
 
 
@@ -127,7 +129,7 @@ def read_documents(path, line_encoder, typecode):
                 stats.tokens += len(ids)
     close_document()
     if not documents:
-        raise ValueError(f"{path}: input file contains no text (no line with tokens); expected "
+        raise cli.UserInputError(f"{path}: input file contains no text (no line with tokens); expected "
                          "one sentence per line with blank lines between documents")
     return documents, stats
 
@@ -141,6 +143,8 @@ def token_typecode(num_ids):
 
 
 def check_not_empty(path):
-    """Fails early, naming the file, on an input file with no bytes at all."""
+    """Fails early, naming the file, on an input file with no bytes at all or that is not
+    UTF-8 text (a binary file or UTF-16 would otherwise become "training data")."""
     if "://" not in path and os.path.getsize(path) == 0:
-        raise ValueError(f"{path}: input file is empty")
+        raise cli.UserInputError(f"{path}: input file is empty")
+    text_check.check_is_text(path)

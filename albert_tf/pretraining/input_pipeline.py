@@ -11,6 +11,7 @@ the file and the value to pass, instead of failing inside the graph.
 
 import tensorflow as tf
 
+from albert_tf import cli
 from albert_tf import tfrecord_check
 from albert_tf.pretraining import file_patterns
 from albert_tf.pretraining import outputs
@@ -47,12 +48,12 @@ def _check_first_record(path, max_seq_length, max_predictions_per_seq):
             ("input_ids", max_seq_length, "max_seq_length"),
             ("masked_lm_positions", max_predictions_per_seq, "max_predictions_per_seq")):
         if name not in features:
-            raise ValueError(f"{path}: not pretraining data (no {name} feature)")
+            raise cli.UserInputError(f"{path}: not pretraining data (no {name} feature)")
         actual = len(features[name].int64_list.value)
         if actual != expected:
             hint = (" (data made with --do_permutation has twice --max_predictions_per_seq)"
                     if name == "masked_lm_positions" else "")
-            raise ValueError(f"{path}: {name} has length {actual} but --{flag}={expected}; "
+            raise cli.UserInputError(f"{path}: {name} has length {actual} but --{flag}={expected}; "
                              f"pass --{flag}={actual}{hint}")
 
 

@@ -19,12 +19,13 @@ run leaves at most hidden `.*.tmp-*` files, never a file under an output's final
 
 import contextlib
 import os
+import re
 import resource
 import uuid
 
 import tensorflow as tf
 
-from albert_tf import io_utils
+from albert_tf import cli, io_utils
 from albert_tf.pretraining import records
 
 PER_INPUT = "per_input"
@@ -43,10 +44,10 @@ def plan_outputs(output_file, num_inputs):
     """The OutputPlan for the --output_file value and the number of input files."""
     paths = [item.strip() for item in (output_file or "").split(",") if item.strip()]
     if not paths:
-        raise ValueError("--output_file is empty: expected a TFRecord path (or several, "
+        raise cli.UserInputError("--output_file is empty: expected a TFRecord path (or several, "
                          "comma-separated, for round-robin output)")
     if len(set(paths)) != len(paths):
-        raise ValueError(f"--output_file lists a file twice: {output_file}")
+        raise cli.UserInputError(f"--output_file lists a file twice: {output_file}")
     summary_path = paths[0] + SUMMARY_SUFFIX
     if len(paths) > 1:
         return OutputPlan(ROUND_ROBIN, paths, summary_path)
@@ -58,7 +59,34 @@ def plan_outputs(output_file, num_inputs):
 
 def _scratch_name(path):
     directory, base = os.path.split(path)
-    return os.path.join(directory, f".{base}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    return os.path.join(directory,
+                        f".{base}{io_utils.TEMP_MARKER}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+_SHARD_PATTERN = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<total>\d{5})$")
+
+
+def check_no_mixed_shards(plan):
+    """Refuses a per-input shard set next to another set of the same base name with another
+    shard count (`-of-00010` beside `-of-00002`): a later `base-*` glob would train on both."""
+    first = plan.outputs[0]
+    match = _SHARD_PATTERN.match(os.path.basename(first))
+    base = match.group("base") if match else os.path.basename(first)
+    directory = os.path.dirname(first) or "."
+    if not tf.io.gfile.isdir(directory):
+        return
+    planned = {os.path.basename(path) for path in plan.outputs}
+    others = []
+    for name in tf.io.gfile.listdir(directory):
+        other = _SHARD_PATTERN.match(name)
+        if other and other.group("base") == base and name not in planned:
+            others.append(name)
+    if others:
+        raise cli.UserInputError(
+            f"--output_file={first}: {directory} already holds another shard set of {base} "
+            f"({', '.join(sorted(others)[:3])}{', ...' if len(others) > 3 else ''}) with a "
+            "different number of shards; a glob over the folder would mix the two sets. Remove "
+            "them or choose another --output_file")
 
 
 def _remove_if_exists(path):
@@ -141,6 +169,12 @@ class OutputWriter:
                         written += 1
                         still_open.append(stream)
                 streams = still_open
+            if written < len(outputs):
+                # Raised inside the exit stack: every output is removed, none half-written.
+                raise cli.UserInputError(
+                    f"--output_file lists {len(outputs)} files but the input made only "
+                    f"{written} instances; list at most {written} files (or one, with several "
+                    "input files, for one output per input)")
         self.counts = dict(zip(outputs, counts))
 
 

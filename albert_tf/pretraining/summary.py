@@ -68,6 +68,9 @@ def build(file_stats, output_counts, options, num_workers, elapsed_seconds, cpu_
             "documents": total("documents"),
             "sentences": total("sentences"),
             "tokens": total("document_tokens"),
+            "kept_token_fraction": kept_token_fraction(tokens, instances,
+                                                       total("document_tokens"),
+                                                       options.dupe_factor),
         },
         "output_files": {os.path.relpath(path, summary_dir or "."): count
                          for path, count in sorted(output_counts.items())},
@@ -78,13 +81,29 @@ def build(file_stats, output_counts, options, num_workers, elapsed_seconds, cpu_
         # the steadier speed figure.
         "cpu_seconds": round(cpu_seconds, 3),
         "instances_per_second": round(instances / elapsed_seconds, 1) if elapsed_seconds else None,
-        "input_files": [_file_entry(stats) for stats in file_stats],
+        "input_files": [_file_entry(stats, options.dupe_factor) for stats in file_stats],
     }
 
 
-def _file_entry(stats):
+# Below this share of input tokens reaching an instance, a file is mostly lost to truncation.
+LOW_KEPT_TOKEN_FRACTION = 0.5
+_SPECIAL_TOKENS_PER_INSTANCE = 3  # [CLS] A [SEP] B [SEP]
+
+
+def kept_token_fraction(instance_tokens, instances, document_tokens, dupe_factor):
+    """Share of the input's tokens (once per dupe pass) that reached an instance; about 1 for
+    ordinary text (a B segment from another document can push it slightly above)."""
+    if not document_tokens:
+        return None
+    real = instance_tokens - _SPECIAL_TOKENS_PER_INSTANCE * instances
+    return round(real / (document_tokens * dupe_factor), 4)
+
+
+def _file_entry(stats, dupe_factor):
     entry = dataclasses.asdict(stats)
     entry.pop("masking")
+    entry["kept_token_fraction"] = kept_token_fraction(stats.tokens, stats.instances,
+                                                       stats.document_tokens, dupe_factor)
     return entry
 
 

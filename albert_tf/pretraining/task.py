@@ -15,6 +15,7 @@ adds loss and global_step.
 import keras
 import tensorflow as tf
 
+from albert_tf import cli
 from albert_tf.modeling import pretraining as pretraining_model
 from albert_tf.pretraining import input_pipeline
 from albert_tf.training import strategy as strategy_lib, task
@@ -49,7 +50,7 @@ class PretrainingTask(task.Task):
                  eval_input_files=None, seed=None):
         """`input_files`, `eval_input_files`: comma-separated files/globs (or lists of them)."""
         if max_seq_length > albert_config.max_position_embeddings:
-            raise ValueError(
+            raise cli.UserInputError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
                 f"{albert_config.max_position_embeddings} of the ALBERT config")
         self.albert_config = albert_config

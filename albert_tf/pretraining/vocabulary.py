@@ -20,6 +20,7 @@ id. No other id needs the surface text.
 
 import string
 
+from albert_tf import cli
 from albert_tf import tokenization
 
 SPIECE_UNDERLINE = "\u2581"
@@ -48,7 +49,7 @@ class Vocabulary:
         vocab = tokenizer.vocab
         for special in ("[CLS]", "[SEP]", "[MASK]"):
             if special not in vocab:
-                raise ValueError(f"the vocabulary has no {special} token; ALBERT data needs "
+                raise cli.UserInputError(f"the vocabulary has no {special} token; ALBERT data needs "
                                  "[CLS], [SEP] and [MASK] (train it with build_vocab.py)")
         self.cls_id = vocab["[CLS]"]
         self.sep_id = vocab["[SEP]"]

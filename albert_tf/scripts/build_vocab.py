@@ -84,10 +84,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     settings = trainer_settings()
-    try:
-        input_files = vocab.expand_input_patterns(FLAGS.input)
-    except FileNotFoundError as error:
-        raise app.UsageError(str(error)) from None
+    input_files = vocab.expand_input_patterns(FLAGS.input)
     logging.info("training a %d-piece %s model on %d file(s)", FLAGS.vocab_size,
                  FLAGS.model_type, len(input_files))
     model_file = vocab.train_albert_spm(input_files, FLAGS.model_prefix,

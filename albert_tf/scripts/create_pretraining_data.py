@@ -9,9 +9,6 @@ The original's flags, defaults and meanings, plus --num_workers and --shuffle_bu
 same inputs and flags whatever --num_workers is; `<first output>.summary.json` has the counts.
 """
 
-import sys
-
-from absl import app
 from absl import flags
 
 from albert_tf import cli
@@ -71,12 +68,8 @@ def main(argv):
         random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
         shuffle_buffer_size=FLAGS.shuffle_buffer_size)
-    try:
-        create_data.create_pretraining_data(FLAGS.input_file, FLAGS.output_file, options,
-                                            num_workers=FLAGS.num_workers)
-    except (ValueError, OSError) as error:
-        # Bad input: the message names the flag or file; a traceback would only hide it.
-        sys.exit(f"create_pretraining_data.py: error: {error}")
+    create_data.create_pretraining_data(FLAGS.input_file, FLAGS.output_file, options,
+                                        num_workers=FLAGS.num_workers)
 
 
 def entry():
