@@ -46,7 +46,7 @@ import uuid
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import io_utils
+from albert_tf import cli, io_utils
 
 DATA_SUFFIX = ".data-00000-of-00001"
 INDEX_SUFFIX = ".index"
@@ -59,7 +59,7 @@ OPTIMIZER_SLOTS = ("adam_m", "adam_v", "lamb_m", "lamb_v")
 GLOBAL_STEP = "global_step"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(cli.UserInputError):
     """A checkpoint cannot be used for the requested variables."""
 
 

@@ -89,7 +89,8 @@ def run(files, output_dir, *extra):
                  f"--max_seq_length={SEQ}", "--doc_stride=32", "--max_query_length=16",
                  "--train_batch_size=8", "--predict_batch_size=16", "--learning_rate=2e-3",
                  "--num_train_epochs=400", "--save_checkpoints_steps=150",
-                 "--iterations_per_loop=150", "--dropout_prob=0.0", *extra])
+                 "--iterations_per_loop=150", "--dropout_prob=0.0", "--allow_random_init",
+                 *extra])
     return run_squad.run(flag_values)
 
 
@@ -251,7 +252,7 @@ def test_bad_flags_are_clear_errors(files, tmp_path):
 
 @pytest.mark.slow
 def test_evaluation_stops_when_the_last_step_never_comes(files, tmp_path):
-    """§8.7: with --train_file the last step is known; if no such checkpoint ever appears the
+    """With --train_file the last step is known; if no such checkpoint ever appears the
     run stops after --eval_timeout_secs instead of polling for ever."""
     out = str(tmp_path / "stop")
     keras.utils.set_random_seed(3)
@@ -280,7 +281,7 @@ def test_script_runs_from_the_command_line(files, tmp_path):
     assert "At least one of `do_train`, `do_predict` or `export_dir`" in done.stderr
 
 
-ORIGINAL_FLAG_DEFAULTS = {  # run_squad_v1.py and run_squad_v2.py (spec §2.4)
+ORIGINAL_FLAG_DEFAULTS = {  # run_squad_v1.py and run_squad_v2.py
     "albert_config_file": None, "vocab_file": None, "spm_model_file": None, "output_dir": None,
     "train_file": None, "predict_file": None, "train_feature_file": None,
     "predict_feature_file": None, "predict_feature_left_file": None, "init_checkpoint": None,

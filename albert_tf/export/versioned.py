@@ -18,13 +18,24 @@ def write_archive(archive, directory):
     """Writes a Keras `ExportArchive` to `<directory>/<version>/` under a temporary name first,
     so TF Serving never picks up a half-written version; returns that path."""
     tf.io.gfile.makedirs(directory)
-    final = os.path.join(directory, str(next_version(directory)))
     temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:8]}")
     try:
         archive.write_out(temp, verbose=False)
-        tf.io.gfile.rename(temp, final)
+        return _rename_to_new_version(temp, directory)
     except BaseException:
         if tf.io.gfile.exists(temp):
             tf.io.gfile.rmtree(temp)
         raise
-    return final
+
+
+def _rename_to_new_version(temp, directory, attempts=100):
+    """Renames `temp` to the next free version. Two exports finishing in the same second pick
+    the same number; the loser's rename fails (never overwrites) and it takes the next one."""
+    for _ in range(attempts):
+        final = os.path.join(directory, str(next_version(directory)))
+        try:
+            tf.io.gfile.rename(temp, final, overwrite=False)
+            return final
+        except (tf.errors.AlreadyExistsError, tf.errors.FailedPreconditionError):
+            continue
+    raise RuntimeError(f"{directory}: no free version directory after {attempts} attempts")

@@ -22,7 +22,7 @@ from typing import List, Union
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import io_utils
+from albert_tf import cli, io_utils
 
 REGRESSION_TASKS = ("sts-b",)
 _LOGGED_EXAMPLES = 5
@@ -178,6 +178,10 @@ def get_or_create_records(processor, data_dir, split, task_name, max_seq_length,
     data_file = processor.split_path(data_dir, split)
     examples = {"train": processor.get_train_examples, "dev": processor.get_dev_examples,
                 "test": processor.get_test_examples}[split](data_dir)
+    if not examples:
+        # An empty split would train or evaluate on nothing (an endless wait on the iterator).
+        raise cli.UserInputError(f"{data_file}: no examples in the {split} file (expected a "
+                                 "header line and one example per line)")
     path = cached_record_path(cached_dir, task_name, split, max_seq_length, data_file,
                               vocab_file, do_lower_case, use_spm)
     if tf.io.gfile.exists(path):

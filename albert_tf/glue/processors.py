@@ -20,10 +20,10 @@ from typing import Optional, Union
 
 from absl import logging
 
-from albert_tf import tokenization
+from albert_tf import cli, tokenization
 
 
-class GlueDataError(ValueError):
+class GlueDataError(cli.UserInputError):
     """A GLUE file or row the processors cannot read; the message names file, line and column."""
 
 

@@ -20,13 +20,13 @@ import os
 from absl import logging
 import numpy as np
 
-from albert_tf import checkpoints, io_utils, tokenization
+from albert_tf import checkpoints, cli, io_utils, tokenization
 from albert_tf.glue import features, processors
 from albert_tf.glue import task as glue_task
 from albert_tf.training import evaluation, loop
 
 
-class ClassifierFlagError(ValueError):
+class ClassifierFlagError(cli.UserInputError):
     """A flag combination run_classifier cannot run; the message names the flag."""
 
 
@@ -63,6 +63,7 @@ class ClassifierJob:
         self.do_lower_case = do_lower_case
         self.cached_dir = cached_dir or output_dir
         self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
+        albert_config.check_vocabulary(len(self.tokenizer.vocab), spm_model_file or vocab_file)
         self.label_list = self.processor.get_labels()
         self.regression = self.processor.is_regression
 

@@ -73,8 +73,9 @@ def pretraining_dataset(input_patterns, *, batch_size, max_seq_length, max_predi
     files = file_patterns.expand(input_patterns, flag_name,
                                  exclude_suffixes=(outputs.SUMMARY_SUFFIX,))
     counts = tfrecord_check.check_files(files, flag_name)
-    _check_first_record(next(path for path in files if counts[path]), max_seq_length,
-                        max_predictions_per_seq)
+    for path in files:  # one record per file: a glob may mix sets made with other lengths
+        if counts[path]:
+            _check_first_record(path, max_seq_length, max_predictions_per_seq)
     spec = _feature_spec(max_seq_length, max_predictions_per_seq)
 
     def parse(serialized):

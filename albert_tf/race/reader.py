@@ -15,6 +15,8 @@ import re
 from absl import logging
 import tensorflow as tf
 
+from albert_tf import cli
+
 SPLITS = ("train", "dev", "test")
 LEVELS = ("middle", "high")
 NUM_CHOICES = 4
@@ -23,7 +25,7 @@ ALL_IN_ONE_FILE = "all.txt"
 _REQUIRED_KEYS = ("id", "article", "questions", "options", "answers")
 
 
-class RaceDataError(ValueError):
+class RaceDataError(cli.UserInputError):
     """A RACE file or article that cannot be read; the message names the file and article."""
 
 

@@ -23,7 +23,7 @@ import os
 
 from absl import logging
 
-from albert_tf import checkpoints, io_utils, tf_tokenization
+from albert_tf import checkpoints, cli, io_utils, tf_tokenization, tokenization
 from albert_tf.race import export as race_export
 from albert_tf.race import features, graph_features, metrics, prepare, reader
 from albert_tf.race import task as race_task
@@ -33,7 +33,7 @@ PREDICT_RESULTS = "predict_results.txt"
 TEST_PREDICTIONS = "test_predictions.tsv"
 
 
-class RaceFlagError(ValueError):
+class RaceFlagError(cli.UserInputError):
     """A flag combination run_race cannot run; the message names the flag."""
 
 
@@ -58,6 +58,10 @@ class RaceJob:
                                 "--vocab_file (WordPiece)")
         if not 0.0 <= dropout_prob < 1.0:
             raise RaceFlagError(f"--dropout_prob={dropout_prob}: must be in [0, 1)")
+        albert_config.check_vocabulary(
+            len(tokenization.FullTokenizer.from_scratch(vocab_file, do_lower_case,
+                                                        spm_model_file).vocab),
+            spm_model_file or vocab_file)
         self.output_dir = output_dir
         self.albert_config = albert_config
         self.max_seq_length = max_seq_length

@@ -1,7 +1,7 @@
 """Fine-tune and evaluate ALBERT on SQuAD v1.1, or v2.0 with --version_2_with_negative.
 
 One script for the original run_squad_v1.py and run_squad_v2.py: every flag of both with its
-default (spec §2.4), the shared training flags, and new: --version_2_with_negative,
+default, the shared training flags, and new: --version_2_with_negative,
 --threshold_predict_file, --null_score_diff_threshold, --eval_timeout_secs. See README.md,
 "SQuAD v1.1 and v2.0".
 
@@ -79,6 +79,8 @@ def define_flags(flag_values=FLAGS):
            "reported as tuned on the evaluated set.")
     define("float", "null_score_diff_threshold", None, "v2: a fixed no-answer threshold "
            "(answer \"\" when null_odds > threshold) instead of choosing one.")
+    define("bool", "allow_random_init", False, "Allow --do_train without --init_checkpoint "
+           "(fine-tuning a randomly initialised model; almost never what you want).")
     training_flags.define_training_flags(
         train_batch_size=32, learning_rate=5e-5, optimizer="adamw", save_checkpoints_steps=1000,
         iterations_per_loop=1000, do_train=False, flag_values=flag_values)

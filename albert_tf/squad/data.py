@@ -12,6 +12,7 @@ import random
 
 from absl import logging
 
+from albert_tf import cli
 from albert_tf.squad import feature_cache, features, reading
 
 TRAIN_SHUFFLE_SEED = 12345  # the original shuffles the training examples once with this seed
@@ -61,9 +62,16 @@ def _convert(examples, tokenizer, options, is_training):
     return converted
 
 
+def _require_examples(examples, input_file, flag_name):
+    if not examples:
+        raise cli.UserInputError(f"{flag_name}={input_file}: no question in the file (expected "
+                                 "SQuAD JSON: data[].paragraphs[].qas[])")
+
+
 def read_training_examples(train_file):
     """Training examples in the original's shuffled order."""
     examples, _ = reading.read_squad_examples(train_file, is_training=True)
+    _require_examples(examples, train_file, "--train_file")
     random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
     return examples
 
@@ -88,6 +96,8 @@ def prepare_predict_set(input_file, tokenizer, spm_model_file, options, output_d
     """`name` ("eval", "threshold") names the default cache files in `output_dir`."""
     dataset = reading.load_squad_json(input_file)
     examples, _ = reading.read_squad_examples(input_file, is_training=False)
+    _require_examples(examples, input_file, "--predict_file" if name == "eval"
+                      else f"--{name}_predict_file")
     key = _key(input_file, spm_model_file, options, False)
     record_file, side_file = feature_cache.cache_paths(
         predict_feature_file or os.path.join(output_dir, f"{name}.tf_record"),

@@ -2,7 +2,7 @@
 
 v1: the official v1.1 `exact_match` and `f1`.
 
-v2 (fixing §8 item 14): the original tuned the no-answer threshold on the evaluated set itself
+v2 (a fix of the original): the original tuned the no-answer threshold on the evaluated set itself
 and first scored logits against the official script's probability cut of 1.0. Here the
 threshold on `null_odds` (min `cls_logits`, a logit) is one of
   * `fixed_threshold` (`--null_score_diff_threshold`), or
@@ -71,6 +71,35 @@ class SquadEvaluator:
             predict_set.examples, predict_set.features, self.raw_results(model, predict_set),
             self.n_best_size, self.max_answer_length, self.start_n_top, self.end_n_top)
 
+    @property
+    def is_labelled(self):
+        """Whether the predict file has gold answers to score against (a test set has none:
+        the original wrote its predictions and scored nothing)."""
+        return has_answers(self.predict_set.dataset)
+
+    def predict_unlabelled(self, model, output_dir):
+        """Writes the prediction files of an unlabelled predict set; returns its threshold
+        (v2) or None. v2 takes --null_score_diff_threshold, else the best threshold on
+        --threshold_predict_file, else 0.0 (the original's default)."""
+        if not self.version_2:
+            predictions, nbest = postprocess.predict_v1(
+                self.predict_set.examples, self.predict_set.features,
+                self.raw_results(model, self.predict_set), self.n_best_size,
+                self.max_answer_length)
+            postprocess.write_prediction_files(output_dir, predictions, nbest)
+            return None
+        best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
+        if self.fixed_threshold is not None or self.threshold_set is not None:
+            threshold, _ = self._choose_threshold(model, best_texts, null_odds)
+        else:
+            threshold = 0.0
+            logging.warning("%s has no answers to tune the no-answer threshold on and no "
+                            "--threshold_predict_file or --null_score_diff_threshold was given: "
+                            "using 0.0", self.predict_set.input_file)
+        predictions = postprocess.apply_null_threshold(best_texts, null_odds, threshold)
+        postprocess.write_prediction_files(output_dir, predictions, nbest, null_odds)
+        return threshold
+
     def evaluate(self, model, output_dir):
         if not self.version_2:
             predictions, nbest = postprocess.predict_v1(
@@ -106,6 +135,13 @@ class SquadEvaluator:
         threshold = midpoint_threshold(threshold, null_odds.values())
         logging.info("No-answer threshold %.6g chosen on %s", threshold, source)
         return threshold, source
+
+
+def has_answers(dataset):
+    """Any question of a SQuAD `data` list with an `answers` list or an `is_impossible` flag."""
+    return any("answers" in qa or "is_impossible" in qa
+               for article in dataset for paragraph in article.get("paragraphs", [])
+               for qa in paragraph.get("qas", []))
 
 
 def midpoint_threshold(threshold, null_scores):

@@ -13,8 +13,10 @@ import json
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import cli
 
-class SquadFormatError(ValueError):
+
+class SquadFormatError(cli.UserInputError):
     """The SQuAD JSON does not have the official layout."""
 
 

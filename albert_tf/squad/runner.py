@@ -18,7 +18,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, io_utils, tokenization
+from albert_tf import checkpoints, cli, io_utils, tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.squad import data, prediction
 from albert_tf.squad import task as squad_task
@@ -57,31 +57,38 @@ class SquadRun:
     dropout_prob: float = 0.1
     use_einsum: bool = True
     init_checkpoint: str = None
+    allow_random_init: bool = False
     eval_timeout_secs: float = 7200.0
 
     def validate(self, albert_config):
         if not (self.do_train or self.do_predict):
-            raise ValueError("At least one of --do_train, --do_predict (or --export_dir) "
+            raise cli.UserInputError("At least one of --do_train, --do_predict (or --export_dir) "
                              "must be given")
         if self.do_train and not self.train_file:
-            raise ValueError("--do_train needs --train_file")
+            raise cli.UserInputError("--do_train needs --train_file")
+        if (self.do_train and not self.init_checkpoint and not self.allow_random_init
+                and checkpoints.latest_checkpoint(self.output_dir) is None):
+            raise cli.UserInputError(
+                "--do_train without --init_checkpoint would fine-tune a randomly initialised "
+                "model. Pass --init_checkpoint (a checkpoint prefix or a directory) or, if you "
+                "mean it, --allow_random_init")
         if self.do_predict and not self.predict_file:
-            raise ValueError("--do_predict needs --predict_file")
+            raise cli.UserInputError("--do_predict needs --predict_file")
         if self.max_seq_length > albert_config.max_position_embeddings:
-            raise ValueError(
+            raise cli.UserInputError(
                 f"--max_seq_length={self.max_seq_length} exceeds max_position_embeddings="
                 f"{albert_config.max_position_embeddings} of {self.albert_config_file}")
         if self.max_seq_length <= self.max_query_length + 3:
-            raise ValueError(f"--max_seq_length ({self.max_seq_length}) must be greater than "
+            raise cli.UserInputError(f"--max_seq_length ({self.max_seq_length}) must be greater than "
                              f"--max_query_length ({self.max_query_length}) + 3")
         for name in ("doc_stride", "n_best_size", "max_answer_length", "predict_batch_size"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be > 0, got {getattr(self, name)}")
+                raise cli.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
         if self.version_2_with_negative:
             if self.start_n_top > self.max_seq_length or self.end_n_top > self.max_seq_length:
-                raise ValueError("--start_n_top and --end_n_top must be ≤ --max_seq_length")
+                raise cli.UserInputError("--start_n_top and --end_n_top must be ≤ --max_seq_length")
         elif self.threshold_predict_file or self.null_score_diff_threshold is not None:
-            raise ValueError("--threshold_predict_file / --null_score_diff_threshold apply "
+            raise cli.UserInputError("--threshold_predict_file / --null_score_diff_threshold apply "
                              "only with --version_2_with_negative")
 
     @property
@@ -105,6 +112,8 @@ def run(options, strategy, training_config):
     options.validate(albert_config)
     tokenizer = tokenization.FullTokenizer.from_scratch(None, options.do_lower_case,
                                                         options.spm_model_file)
+    albert_config.check_vocabulary(len(tokenizer.vocab), options.spm_model_file,
+                                   options.albert_config_file)
     tf.io.gfile.makedirs(options.output_dir)
 
     train_records, total_steps = None, None
@@ -119,7 +128,7 @@ def run(options, strategy, training_config):
         total_steps = num_train_steps(num_examples, training_config.train_batch_size,
                                       options.num_train_epochs)
         if total_steps <= 0:
-            raise ValueError(f"{options.train_file}: {num_examples} examples × "
+            raise cli.UserInputError(f"{options.train_file}: {num_examples} examples × "
                              f"{options.num_train_epochs} epochs / batch "
                              f"{training_config.train_batch_size} gives no training step")
         logging.info("num_train_steps = %d (%d examples)", total_steps, num_examples)
@@ -175,9 +184,11 @@ def evaluate_checkpoints(trainer, evaluator, options, last_step):
         return results
 
     existing = evaluation.list_checkpoints(output_dir)
+    if not evaluator.is_labelled:
+        return _predict_unlabelled(trainer, evaluator, options, existing)
     if last_step is None and not existing:
         if not options.init_checkpoint:
-            raise ValueError(f"--do_predict: no model.ckpt-<step> in {output_dir} and no "
+            raise cli.UserInputError(f"--do_predict: no model.ckpt-<step> in {output_dir} and no "
                              "--init_checkpoint to predict with")
         results = evaluate(options.init_checkpoint)
         lines = [f"{key} = {results[key]}" for key in sorted(results)]
@@ -199,3 +210,23 @@ def evaluate_checkpoints(trainer, evaluator, options, last_step):
     io_utils.append_text(results_path, "\n".join(
         lines + [f"best perf happened at step: {summary['best_step']}"]) + "\n")
     return results
+
+
+def _predict_unlabelled(trainer, evaluator, options, existing):
+    """A predict file without answers (a test set): predictions from model.ckpt-best, else the
+    latest checkpoint, else --init_checkpoint; nothing to score."""
+    best = os.path.join(options.output_dir, checkpoints.BEST_CHECKPOINT_NAME)
+    if tf.io.gfile.exists(best + ".index"):
+        checkpoint = best
+    elif existing:
+        checkpoint = existing[-1][1]
+    elif options.init_checkpoint:
+        checkpoint = options.init_checkpoint
+    else:
+        raise cli.UserInputError(f"--do_predict: no checkpoint in {options.output_dir} and no "
+                                 "--init_checkpoint to predict with")
+    trainer.checkpoints.restore_model(checkpoint)
+    threshold = evaluator.predict_unlabelled(trainer.model, options.output_dir)
+    logging.info("%s has no answers: wrote the predictions of %s to %s and skipped scoring",
+                 options.predict_file, checkpoint, options.output_dir)
+    return None if threshold is None else {"null_score_diff_threshold": threshold}
