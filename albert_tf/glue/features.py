@@ -73,7 +73,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     else:
         label_map = {label: index for index, label in enumerate(label_list)}
         if example.label not in label_map:
-            raise ValueError(f"example {example.guid}: label {example.label!r} is not one of {label_list}")
+            raise cli.UserInputError(f"example {example.guid}: label {example.label!r} is not one of {label_list}")
         label_id = label_map[example.label]
     if ex_index < _LOGGED_EXAMPLES:
         logging.info("*** Example %s ***\ntokens: %s\ninput_ids: %s\nlabel: %s (id = %s)",

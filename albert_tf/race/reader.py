@@ -46,7 +46,7 @@ def levels_from_flags(high_only=False, middle_only=False):
     """The levels `--high_only` / `--middle_only` select (the original silently read nothing
     when both were set)."""
     if high_only and middle_only:
-        raise ValueError("--high_only and --middle_only exclude each other; set at most one")
+        raise cli.UserInputError("--high_only and --middle_only exclude each other; set at most one")
     if high_only:
         return ("high",)
     if middle_only:

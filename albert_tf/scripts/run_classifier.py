@@ -18,7 +18,7 @@ import math
 from absl import app, flags, logging
 import keras
 
-from albert_tf import cli
+from albert_tf import cli, output_lock
 from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import processors
@@ -82,16 +82,15 @@ def main(_):
     if FLAGS.seed is not None:
         keras.utils.set_random_seed(FLAGS.seed)
     albert_config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-    try:
-        job = glue_run.ClassifierJob(
-            FLAGS.task_name, FLAGS.data_dir, FLAGS.output_dir, albert_config,
-            FLAGS.max_seq_length, spm_model_file=FLAGS.spm_model_file,
-            vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-            cached_dir=FLAGS.cached_dir)
-        init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
-        job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
-    except (processors.GlueDataError, glue_run.ClassifierFlagError) as error:
-        raise app.UsageError(str(error)) from None
+    job = glue_run.ClassifierJob(
+        FLAGS.task_name, FLAGS.data_dir, FLAGS.output_dir, albert_config,
+        FLAGS.max_seq_length, spm_model_file=FLAGS.spm_model_file,
+        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+        cached_dir=FLAGS.cached_dir)
+    init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
+    job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
+    if FLAGS.do_train or FLAGS.do_eval:
+        output_lock.check_writable(FLAGS.output_dir, "--output_dir")
     strategy = training_flags.strategy_from_flags(FLAGS)
     config = training_flags.training_config_from_flags(
         FLAGS, num_train_steps=FLAGS.train_step, num_warmup_steps=FLAGS.warmup_step,

@@ -16,7 +16,7 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 
 from absl import app, flags, logging
 
-from albert_tf import cli
+from albert_tf import cli, output_lock
 from albert_tf.config import AlbertConfig
 from albert_tf.race import reader
 from albert_tf.race import run as race_run
@@ -83,18 +83,17 @@ def main(_):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict or "
                              "--export_dir must be given.")
     albert_config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-    try:
-        levels = reader.levels_from_flags(FLAGS.high_only, FLAGS.middle_only)
-        job = race_run.RaceJob(
-            FLAGS.data_dir, FLAGS.output_dir, albert_config, FLAGS.max_seq_length,
-            FLAGS.max_qa_length, levels, spm_model_file=FLAGS.spm_model_file,
-            vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-            dropout_prob=FLAGS.dropout_prob, train_file=FLAGS.train_file,
-            eval_file=FLAGS.eval_file, predict_file=FLAGS.predict_file)
-        init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
-        job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
-    except ValueError as error:
-        raise app.UsageError(str(error)) from None
+    levels = reader.levels_from_flags(FLAGS.high_only, FLAGS.middle_only)
+    job = race_run.RaceJob(
+        FLAGS.data_dir, FLAGS.output_dir, albert_config, FLAGS.max_seq_length,
+        FLAGS.max_qa_length, levels, spm_model_file=FLAGS.spm_model_file,
+        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+        dropout_prob=FLAGS.dropout_prob, train_file=FLAGS.train_file,
+        eval_file=FLAGS.eval_file, predict_file=FLAGS.predict_file)
+    init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
+    job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
+    if FLAGS.do_train or FLAGS.do_eval:
+        output_lock.check_writable(FLAGS.output_dir, "--output_dir")
     strategy = training_flags.strategy_from_flags(FLAGS)
     config = training_flags.training_config_from_flags(
         FLAGS, num_train_steps=FLAGS.train_step, num_warmup_steps=FLAGS.warmup_step,

@@ -48,7 +48,7 @@ def load_squad_json(input_file):
     except json.JSONDecodeError as error:
         raise SquadFormatError(f"{input_file}: not valid JSON ({error})") from error
     except tf.errors.NotFoundError as error:
-        raise FileNotFoundError(f"{input_file}: SQuAD file not found") from error
+        raise cli.MissingFileError(f"{input_file}: SQuAD file not found") from error
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise SquadFormatError(
             f"{input_file}: expected a JSON object with a list under \"data\" "

@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from albert_tf import io_utils, optimization, output_lock
+from albert_tf import cli, io_utils, optimization, output_lock
 from albert_tf.training import checkpointing, strategy as strategy_lib
 
 PRECISION_POLICIES = {
@@ -74,16 +74,16 @@ class TrainingConfig:
                     "iterations_per_loop", "gradient_accumulation_steps", "keep_checkpoint_max")
         for name in positive:
             if getattr(self, name) <= 0:
-                raise ValueError(f"--{name} must be > 0, got {getattr(self, name)}")
+                raise cli.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
         if self.precision not in PRECISION_POLICIES:
-            raise ValueError(f"--precision must be one of {', '.join(PRECISION_POLICIES)}, "
+            raise cli.UserInputError(f"--precision must be one of {', '.join(PRECISION_POLICIES)}, "
                              f"got {self.precision!r}")
         if self.optimizer not in optimization.OPTIMIZERS:
-            raise ValueError(f"--optimizer must be one of {', '.join(optimization.OPTIMIZERS)}, "
+            raise cli.UserInputError(f"--optimizer must be one of {', '.join(optimization.OPTIMIZERS)}, "
                              f"got {self.optimizer!r}")
         split = num_replicas * self.gradient_accumulation_steps
         if self.train_batch_size % split:
-            raise ValueError(
+            raise cli.UserInputError(
                 f"--train_batch_size={self.train_batch_size} must be divisible by the number of "
                 f"replicas ({num_replicas}) x --gradient_accumulation_steps "
                 f"({self.gradient_accumulation_steps}) = {split}")
