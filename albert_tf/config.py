@@ -79,11 +79,12 @@ class AlbertConfig:
             raise ConfigError(f"{source}: required field 'vocab_size' is missing")
         fields = dict(json_object)
         config = cls(fields.pop("vocab_size"), **fields)
-        config.validate(source)
-        for key in REQUIRED_KEYS:
+        config._validate_values(source, json_object)  # a wrong value first, then what is missing
+        for key in REQUIRED_KEYS[1:]:
             if key not in json_object:
                 raise ConfigError(f"{source}: required field '{key}' is missing (the original "
                                   f"default {_DEFAULTS[key]} is the xxlarge model's)")
+        config.validate(source)
         defaulted = [key for key in _DEFAULTED_SIZE_KEYS if key not in json_object]
         if defaulted:
             logging.warning("%s: %s not given; using the original defaults %s", source,
@@ -115,17 +116,7 @@ class AlbertConfig:
 
     def validate(self, source="<config>"):
         """Checks what the model relies on, naming the field that is wrong."""
-        for field in _INT_FIELDS:
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{source}: field '{field}' must be a positive integer, got {value!r}")
-        for field in _FLOAT_FIELDS:
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigError(f"{source}: field '{field}' must be a non-negative number, got {value!r}")
-        for field in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if getattr(self, field) >= 1:
-                raise ConfigError(f"{source}: field '{field}' must be below 1, got {getattr(self, field)!r}")
+        self._validate_values(source)
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"{source}: 'hidden_size' ({self.hidden_size}) is not a multiple of "
@@ -146,6 +137,24 @@ class AlbertConfig:
                 f"{config_source}: vocab_size {self.vocab_size} is smaller than the "
                 f"{vocabulary_size} ids of {vocabulary_source}; use the config the vocabulary "
                 f"was made with, or set vocab_size >= {vocabulary_size}")
+
+    def _validate_values(self, source, given=None):
+        """Each field's own range (of the `given` keys only, when set)."""
+        for field in _INT_FIELDS:
+            if given is not None and field not in given:
+                continue
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{source}: field '{field}' must be a positive integer, got {value!r}")
+        for field in _FLOAT_FIELDS:
+            if given is not None and field not in given:
+                continue
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError(f"{source}: field '{field}' must be a non-negative number, got {value!r}")
+        for field in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if (given is None or field in given) and getattr(self, field) >= 1:
+                raise ConfigError(f"{source}: field '{field}' must be below 1, got {getattr(self, field)!r}")
 
     def group_index(self, layer_idx):
         """The original's `int(layer_idx / num_hidden_layers * num_hidden_groups)`."""

@@ -1,0 +1,585 @@
+"""Bad input of every kind a user can give, each refused with a message naming the culprit.
+
+Table-driven and in-process where the scripts' library entry points can be called directly
+(config, globs, TFRecords, corpora, vocabularies, flags, GLUE/SQuAD/RACE inputs); a few cases run
+the real scripts in subprocesses to check the command-line contract: exit status 2 (or absl's 1
+for a flag that fails its range check), no signal, a bounded time, one `<script>: error:` line,
+and nothing left under a final name.
+"""
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+
+from absl import flags
+import pytest
+import tensorflow as tf
+
+from albert_tf import cli, config as config_lib, output_lock, tfrecord_check, vocab
+from albert_tf.glue import run as glue_run
+from albert_tf.pretraining import create_data, file_patterns, input_pipeline
+from albert_tf.pretraining import options as options_lib
+from albert_tf.race import run as race_run
+from albert_tf.scripts import run_squad
+from albert_tf.training import flags as training_flags
+from tests.conftest import REPO_ROOT
+
+SIZES = {"vocab_size": 4000, "embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "intermediate_size": 37, "max_position_embeddings": 64}
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return str(path)
+
+
+def _config_file(tmp_path, name="albert_config.json", **changes):
+    fields = dict(SIZES, **changes)
+    for key, value in changes.items():
+        if value is None:
+            fields.pop(key)
+    return _write(tmp_path / name, json.dumps(fields))
+
+
+def _example(length):
+    ints = lambda n: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * n))  # noqa: E731
+    floats = tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * 4))
+    features = {"input_ids": ints(length), "input_mask": ints(length),
+                "segment_ids": ints(length), "masked_lm_positions": ints(4),
+                "masked_lm_ids": ints(4), "masked_lm_weights": floats,
+                "next_sentence_labels": ints(1)}
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def _records(path, count=3, length=32):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(count):
+            writer.write(_example(length))
+    return str(path)
+
+
+def _corrupt(path, offset, value=b"\xff"):
+    data = bytearray(open(path, "rb").read())
+    data[offset:offset + len(value)] = value
+    open(path, "wb").write(bytes(data))
+    return path
+
+
+def _left_behind(directory):
+    """Files under `directory` (recursively); nothing may be left after a refused run."""
+    if not os.path.isdir(directory):
+        return []
+    return sorted(os.path.join(root, name) for root, _, names in os.walk(directory)
+                  for name in names)
+
+
+# ----------------------------------------------------------------------------- configs
+
+CONFIG_CASES = [
+    ({"hiden_size": 32}, r"unknown field 'hiden_size'; did you mean 'hidden_size'"),
+    ({"num_attention_head": 4}, r"did you mean 'num_attention_heads'"),
+    ({"hidden_size": None}, r"required field 'hidden_size' is missing"),
+    ({"num_attention_heads": None}, r"required field 'num_attention_heads' is missing"),
+    ({"vocab_size": None}, r"required field 'vocab_size' is missing"),
+    ({"num_hidden_layers": -2}, r"'num_hidden_layers' must be a positive integer"),
+    ({"hidden_dropout_prob": 1.5}, r"'hidden_dropout_prob' must be below 1"),
+    ({"hidden_act": "swish"}, r"'hidden_act' must be one of"),
+    ({"hidden_size": 30}, r"not a multiple of 'num_attention_heads'"),
+    ({"num_hidden_groups": 5}, r"'num_hidden_groups' \(5\) exceeds"),
+]
+
+
+@pytest.mark.parametrize("changes, message", CONFIG_CASES)
+def test_bad_config_field(tmp_path, changes, message):
+    path = _config_file(tmp_path, **changes)
+    with pytest.raises(cli.UserInputError, match=message) as error:
+        config_lib.AlbertConfig.from_json_file(path)
+    assert path in str(error.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{\"vocab_size\": 10,", r"malformed JSON at line 1"),
+    ("[1, 2]", r"expected a JSON object"),
+])
+def test_config_file_not_a_config(tmp_path, text, message):
+    path = _write(tmp_path / "c.json", text)
+    with pytest.raises(cli.UserInputError, match=message):
+        config_lib.AlbertConfig.from_json_file(path)
+
+
+def test_released_extra_keys_are_accepted_and_defaulted_sizes_warned(tmp_path, caplog):
+    path = _config_file(tmp_path, net_structure_type=0, layers_to_keep=[], gap_size=0,
+                        num_memory_blocks=0, intermediate_size=None)
+    config = config_lib.AlbertConfig.from_json_file(path)
+    assert config.intermediate_size == 16384 and config.layers_to_keep == []
+    assert "intermediate_size not given" in caplog.text
+
+
+def test_vocabulary_larger_than_config_refused():
+    config = config_lib.AlbertConfig(**SIZES)
+    with pytest.raises(cli.UserInputError, match=r"vocab_size 4000 is smaller than the 30000 "
+                                                 r"ids of 30k-clean.model"):
+        config.check_vocabulary(30000, "30k-clean.model")
+    config.check_vocabulary(4000, "exact.model")
+
+
+def test_effective_config_written_and_a_different_one_refused(tmp_path):
+    config = config_lib.AlbertConfig(**SIZES)
+    path = config.write_beside(str(tmp_path))
+    assert config_lib.AlbertConfig.from_json_file(path) == config
+    config.write_beside(str(tmp_path))  # same config: fine (a resumed run)
+    other = config_lib.AlbertConfig(**dict(SIZES, num_hidden_layers=4))
+    with pytest.raises(cli.UserInputError, match=r"another model config \(differs in "
+                                                 r"num_hidden_layers\)"):
+        other.write_beside(str(tmp_path))
+
+
+# -------------------------------------------------------------------- globs and records
+
+def test_glob_skips_hidden_and_temporary_files(tmp_path):
+    good = _records(tmp_path / "train-0.tfrecord")
+    _write(tmp_path / ".train-1.tfrecord.tmp-123-abcdef12", b"half written")
+    _write(tmp_path / ".hidden", b"x")
+    assert file_patterns.expand(str(tmp_path / "*"), "--input_file") == [good]
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("", r"--input_file is empty"),
+    ("{d}/nothing-*.tfrecord", r"pattern .*nothing-\*.tfrecord' matched no file \(hidden"),
+    ("{d}/only-temp/*", r"matched no file"),
+    ("{d}/missing.tfrecord", r"--input_file: file .*missing.tfrecord does not exist"),
+    ("{d}", r"is a directory; give files or a glob"),
+])
+def test_bad_input_patterns(tmp_path, pattern, message):
+    _write(tmp_path / "only-temp" / ".x.tfrecord.tmp-1-2", b"partial")
+    with pytest.raises(cli.UserInputError, match=message):
+        file_patterns.expand(pattern.format(d=tmp_path), "--input_file")
+
+
+def test_missing_file_is_also_a_file_not_found_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        file_patterns.expand(str(tmp_path / "gone.tfrecord"), "--input_file")
+
+
+def _frame_offsets(path):
+    offsets, offset, data = [], 0, open(path, "rb").read()
+    while offset < len(data):
+        offsets.append(offset)
+        (length,) = struct.unpack("<Q", data[offset:offset + 8])
+        offset += 12 + length + 4
+    return offsets
+
+
+def test_good_records_are_counted(tmp_path):
+    path = _records(tmp_path / "ok.tfrecord", count=5)
+    assert tfrecord_check.count_records(path) == 5
+    assert tfrecord_check.check_files([path], "--input_file") == {path: 5}
+
+
+def _text_file(tmp_path):
+    return _write(tmp_path / "notes.tfrecord", "This is a text file, not records.\n" * 50)
+
+
+def _empty(tmp_path):
+    return _write(tmp_path / "empty.tfrecord", b"")
+
+
+def _cut_in_record(tmp_path):
+    path = _records(tmp_path / "cut.tfrecord")
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[:-20])
+    return path
+
+
+def _cut_in_header(tmp_path):
+    path = _records(tmp_path / "cut-header.tfrecord", count=2)
+    second = _frame_offsets(path)[1]
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[:second + 5])
+    return path
+
+
+def _bad_first_data(tmp_path):
+    return _corrupt(_records(tmp_path / "bit-rot.tfrecord"), 20)
+
+
+def _bad_second_length(tmp_path):
+    path = _records(tmp_path / "bad-length.tfrecord")
+    return _corrupt(path, _frame_offsets(path)[1] + 1)
+
+
+@pytest.mark.parametrize("make, message", [
+    (_text_file, r"notes.tfrecord: not a TFRecord file: bad length checksum in the record at "
+                 r"byte offset 0"),
+    (_cut_in_record, r"cut.tfrecord: truncated TFRecord file: the record at byte offset \d+ "
+                     r"needs \d+ bytes, the file has \d+"),
+    (_cut_in_header, r"cut-header.tfrecord: truncated TFRecord file: a frame header at byte "
+                     r"offset \d+ is cut off"),
+    (_bad_first_data, r"bit-rot.tfrecord: corrupt TFRecord file: bad data checksum in the "
+                      r"record at byte offset 0"),
+    (_bad_second_length, r"bad-length.tfrecord: corrupt TFRecord file: bad length checksum in "
+                         r"the record at byte offset [1-9]\d*"),
+])
+def test_broken_tfrecord_files_named_with_offset(tmp_path, make, message):
+    with pytest.raises(cli.UserInputError, match=message):
+        tfrecord_check.count_records(make(tmp_path))
+
+
+def test_all_empty_record_files_refused(tmp_path):
+    paths = [_empty(tmp_path), _write(tmp_path / "also-empty.tfrecord", b"")]
+    with pytest.raises(cli.UserInputError, match=r"--input_file: no record in .*empty.tfrecord, "
+                                                 r".*also-empty.tfrecord"):
+        tfrecord_check.check_files(paths, "--input_file")
+
+
+def _dataset(patterns, max_seq_length=32):
+    return input_pipeline.pretraining_dataset(
+        patterns, batch_size=2, max_seq_length=max_seq_length, max_predictions_per_seq=4,
+        is_training=True)
+
+
+def test_pretraining_input_mixing_two_lengths_named(tmp_path):
+    _records(tmp_path / "a-0.tfrecord", length=32)
+    _records(tmp_path / "a-1.tfrecord", length=64)
+    with pytest.raises(cli.UserInputError, match=r"a-1.tfrecord: input_ids has length 64 but "
+                                                 r"--max_seq_length=32"):
+        _dataset(str(tmp_path / "a-*.tfrecord"))
+
+
+def test_pretraining_input_that_is_not_pretraining_data(tmp_path):
+    path = tmp_path / "glue.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        writer.write(tf.train.Example().SerializeToString())
+    with pytest.raises(cli.UserInputError, match=r"glue.tfrecord: not pretraining data"):
+        _dataset(str(path))
+
+
+def test_pretraining_input_that_is_empty_stops_at_once(tmp_path):
+    with pytest.raises(cli.UserInputError, match=r"no record in"):
+        _dataset(_empty(tmp_path))
+
+
+def test_pretraining_input_that_is_text_never_crashes(tmp_path):
+    with pytest.raises(cli.UserInputError, match=r"not a TFRecord file"):
+        _dataset(_text_file(tmp_path))
+
+
+# ------------------------------------------------------------ corpora and vocabularies
+
+def _options(model_file, **changes):
+    values = dict(spm_model_file=model_file, max_seq_length=64, max_predictions_per_seq=10,
+                  dupe_factor=1, random_seed=7)
+    values.update(changes)
+    return options_lib.DataOptions(**values)
+
+
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8
+UTF16 = "A line of text in UTF-16.\nAnother one.\n".encode("utf-16")
+LATIN1 = ("Caf\xe9 cr\xe8me br\xfbl\xe9e \xe0 la fran\xe7aise. " * 40).encode("latin-1")
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("libfoo.so", ELF, r"libfoo.so: not UTF-8 text \(\d+ NUL bytes"),
+    ("utf16.txt", UTF16, r"utf16.txt: not UTF-8 text \(\d+ NUL bytes .*UTF-16"),
+    ("latin1.txt", LATIN1, r"latin1.txt: not UTF-8 text \(\d+\.\d% of bytes not UTF-8"),
+    ("empty.txt", b"", r"empty.txt: input file is empty"),
+    ("blank.txt", b"\n \n\n", r"blank.txt: input file contains no text"),
+])
+def test_corpus_that_is_not_text(spm_model_file, tmp_path, name, data, message):
+    path = _write(tmp_path / "in" / name, data)
+    with pytest.raises(cli.UserInputError, match=message):
+        create_data.create_pretraining_data(path, str(tmp_path / "out" / "x"),
+                                            _options(spm_model_file), num_workers=1)
+    assert _left_behind(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("output, message", [
+    ("", r"--output_file is empty"),
+    ("{d}/o.tfrecord,{d}/o.tfrecord", r"--output_file lists a file twice"),
+    ("{d}/in/corpus.txt", r"--output_file would overwrite input file"),
+])
+def test_bad_output_file_flag(spm_model_file, tmp_path, output, message):
+    corpus = _write(tmp_path / "in" / "corpus.txt", "One sentence here.\nAnother one.\n")
+    with pytest.raises(cli.UserInputError, match=message):
+        create_data.create_pretraining_data(corpus, output.format(d=tmp_path),
+                                            _options(spm_model_file), num_workers=1)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"max_seq_length": 4}, r"--max_seq_length=4 is too small"),
+    ({"masked_lm_prob": 2.0}, r"--masked_lm_prob=2.0: expected a probability in \[0, 1\]"),
+    ({"dupe_factor": 0}, r"--dupe_factor=0: expected at least 1"),
+    ({"spm_model_file": None}, r"--vocab_file is required when --spm_model_file is not given"),
+])
+def test_bad_data_options(spm_model_file, tmp_path, changes, message):
+    corpus = _write(tmp_path / "corpus.txt", "One sentence here.\n")
+    with pytest.raises(cli.UserInputError, match=message):
+        create_data.create_pretraining_data(corpus, str(tmp_path / "o"),
+                                            _options(spm_model_file, **changes), num_workers=1)
+
+
+def _brown_lines(real_data, count):
+    with open(real_data["brown"][0], encoding="utf-8") as reader:
+        return [next(reader) for _ in range(count)]
+
+
+@pytest.mark.slow
+def test_shard_sets_never_mix_and_stale_temporaries_go(real_data, spm_model_file, tmp_path):
+    inputs = [_write(tmp_path / "in" / f"part-{i}.txt", "".join(_brown_lines(real_data, 60)))
+              for i in range(2)]
+    out = tmp_path / "out"
+    stale = _write(out / ".train-00000-of-00002.tmp-99999-deadbeef", b"half")
+    create_data.create_pretraining_data(",".join(inputs), str(out / "train"),
+                                        _options(spm_model_file), num_workers=1)
+    assert not os.path.exists(stale)  # the killed run's temporary was removed
+    assert sorted(os.listdir(out)) == ["train-00000-of-00002", "train-00001-of-00002",
+                                       "train.summary.json"]
+    third = _write(tmp_path / "in" / "part-2.txt", "".join(_brown_lines(real_data, 60)))
+    with pytest.raises(cli.UserInputError, match=r"already holds another shard set of train "
+                                                 r"\(train-00000-of-00002"):
+        create_data.create_pretraining_data(f"{','.join(inputs)},{third}", str(out / "train"),
+                                            _options(spm_model_file), num_workers=1)
+    assert len(os.listdir(out)) == 3  # nothing new, nothing removed
+
+
+@pytest.mark.slow
+def test_more_round_robin_outputs_than_instances(real_data, spm_model_file, tmp_path):
+    corpus = _write(tmp_path / "in.txt", "".join(_brown_lines(real_data, 12)))
+    outputs = ",".join(str(tmp_path / "out" / f"o{i}.tfrecord") for i in range(60))
+    with pytest.raises(cli.UserInputError, match=r"--output_file lists 60 files but the input "
+                                                 r"made only \d+ instances"):
+        create_data.create_pretraining_data(corpus, outputs, _options(spm_model_file),
+                                            num_workers=1)
+    assert _left_behind(tmp_path / "out") == []
+
+
+@pytest.mark.slow
+def test_truncation_of_a_huge_line_is_reported(spm_model_file, tmp_path, caplog):
+    words = " ".join(f"word{i % 50}" for i in range(20000))
+    corpus = _write(tmp_path / "one-line.txt", f"{words}\nA short sentence.\n")
+    summary = create_data.create_pretraining_data(corpus, str(tmp_path / "o"),
+                                                  _options(spm_model_file), num_workers=1)
+    assert summary["input"]["kept_token_fraction"] < 0.05
+    assert summary["input_files"][0]["kept_token_fraction"] < 0.05
+    assert "one-line.txt: only" in caplog.text and "truncation" in caplog.text
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("lib.so", ELF, r"lib.so: not UTF-8 text"),
+    ("utf16.txt", UTF16, r"utf16.txt: not UTF-8 text"),
+    ("blank.txt", b"\n\n", r"--input: .*blank.txt: no text in the input"),
+])
+def test_vocabulary_input_that_is_not_text(tmp_path, name, data, message):
+    path = _write(tmp_path / name, data)
+    with pytest.raises(cli.UserInputError, match=message):
+        vocab.train_albert_spm([path], str(tmp_path / "spm"), vocab_size=100)
+    assert not os.path.exists(tmp_path / "spm.model")
+
+
+def test_vocabulary_input_patterns(tmp_path):
+    with pytest.raises(cli.MissingFileError, match=r"--input: no file matches '.*none\*'"):
+        vocab.expand_input_patterns(str(tmp_path / "none*"))
+    with pytest.raises(cli.UserInputError, match=r"unknown SentencePiece trainer option"):
+        vocab.train_albert_spm([_write(tmp_path / "t.txt", "text\n")], str(tmp_path / "s"),
+                               no_such_option=1)
+
+
+# ---------------------------------------------------------------------------- flags
+
+def _training_flags(*args):
+    flag_values = flags.FlagValues()
+    training_flags.define_training_flags(train_batch_size=32, learning_rate=5e-5,
+                                         optimizer="adamw", save_checkpoints_steps=100,
+                                         eval_batch_size=8, flag_values=flag_values)
+    training_flags.define_evaluation_flags(flag_values=flag_values)
+    flag_values(["prog", "--output_dir=out", *args])
+    return flag_values
+
+
+@pytest.mark.parametrize("flag", [
+    "--learning_rate=0", "--learning_rate=-1", "--train_batch_size=0", "--eval_batch_size=0",
+    "--save_checkpoints_steps=0", "--keep_checkpoint_max=0", "--gradient_accumulation_steps=0",
+    "--iterations_per_loop=0", "--poly_power=0", "--eval_timeout_secs=-1",
+    "--start_warmup_step=-1", "--num_tpu_cores=0",
+])
+def test_training_flag_out_of_range(flag):
+    with pytest.raises(flags.IllegalFlagValueError, match=flag.split("=")[0].lstrip("-")):
+        _training_flags(flag)
+
+
+@pytest.mark.parametrize("flag", ["--doc_stride=0", "--warmup_proportion=1.5",
+                                  "--dropout_prob=1.0", "--n_best_size=0",
+                                  "--num_train_epochs=-1", "--max_query_length=0"])
+def test_squad_flag_out_of_range(flag):
+    flag_values = flags.FlagValues()
+    run_squad.define_flags(flag_values)
+    with pytest.raises(flags.IllegalFlagValueError, match=flag.split("=")[0].lstrip("-")):
+        flag_values(["run_squad.py", "--albert_config_file=c", "--spm_model_file=s",
+                     "--output_dir=o", flag])
+
+
+# ------------------------------------------------------------------- GLUE, SQuAD, RACE
+
+def _glue_job(tmp_path, spm_model_file, **config_changes):
+    config = config_lib.AlbertConfig(**dict(SIZES, **config_changes))
+    return glue_run.ClassifierJob("sst-2", str(tmp_path / "glue"), str(tmp_path / "out"), config,
+                                  32, spm_model_file=spm_model_file)
+
+
+def test_glue_empty_train_file(tmp_path, spm_model_file):
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n")
+    job = _glue_job(tmp_path, spm_model_file)
+    with pytest.raises(cli.UserInputError, match=r"SST-2/train.tsv: no examples in the train "
+                                                 r"file"):
+        job.records("train")
+    assert _left_behind(tmp_path / "out") == []
+
+
+def test_glue_vocabulary_larger_than_config(tmp_path, spm_model_file):
+    with pytest.raises(cli.UserInputError, match=r"vocab_size 99 is smaller than the 4000 ids "
+                                                 r"of .*brown-4k.model"):
+        _glue_job(tmp_path, spm_model_file, vocab_size=99)
+
+
+def test_glue_bad_label(tmp_path, spm_model_file):
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\na film\tmaybe\n")
+    job = _glue_job(tmp_path, spm_model_file)
+    with pytest.raises(cli.UserInputError, match=r"SST-2/train.tsv, line 2, column 2: unknown "
+                                                 r"label 'maybe'"):
+        job.records("train")
+
+
+def _squad(files, tmp_path, *extra):
+    flag_values = flags.FlagValues()
+    run_squad.define_flags(flag_values)
+    flag_values(["run_squad.py", f"--albert_config_file={files['config']}",
+                 f"--spm_model_file={files['spm']}", f"--output_dir={tmp_path / 'out'}",
+                 "--max_seq_length=64", "--max_query_length=16", "--doc_stride=32", *extra])
+    return run_squad.run(flag_values)
+
+
+@pytest.fixture
+def squad_files(tmp_path, spm_model_file):
+    return {"config": _config_file(tmp_path), "spm": spm_model_file,
+            "empty": _write(tmp_path / "empty.json", json.dumps({"data": []})),
+            "broken": _write(tmp_path / "broken.json", "{\"data\": [")}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--do_predict", "--predict_file={empty}"), r"--predict_file=.*empty.json: no question"),
+    (("--do_train", "--train_file={empty}", "--allow_random_init"),
+     r"--train_file=.*empty.json: no question"),
+    (("--do_train", "--train_file={empty}"), r"--do_train without --init_checkpoint would "
+                                             r"fine-tune a randomly initialised model"),
+    (("--do_predict", "--predict_file={broken}"), r"broken.json"),
+    (("--do_predict", "--predict_file={missing}"), r"missing.json: SQuAD file not found"),
+])
+def test_squad_bad_input(squad_files, tmp_path, extra, message):
+    names = dict(squad_files, missing=str(tmp_path / "missing.json"))
+    with pytest.raises(cli.UserInputError, match=message):
+        _squad(squad_files, tmp_path, *[item.format(**names) for item in extra])
+
+
+def test_squad_vocabulary_larger_than_config(squad_files, tmp_path):
+    squad_files["config"] = _config_file(tmp_path, "small.json", vocab_size=100)
+    with pytest.raises(cli.UserInputError, match=r"small.json: vocab_size 100 is smaller"):
+        _squad(squad_files, tmp_path, "--do_predict", f"--predict_file={squad_files['empty']}")
+
+
+def _race_job(tmp_path, spm_model_file, **changes):
+    config = config_lib.AlbertConfig(**SIZES)
+    settings = dict(max_seq_length=64, max_qa_length=16, spm_model_file=spm_model_file)
+    settings.update(changes)
+    return race_run.RaceJob(str(tmp_path / "race"), str(tmp_path / "out"), config, **settings)
+
+
+def test_race_split_without_questions(tmp_path, spm_model_file):
+    for level in ("middle", "high"):
+        _write(tmp_path / "race" / "RACE" / "train" / level / "all.txt", "\n")
+    with pytest.raises(cli.UserInputError, match=r"RACE/train: no questions found"):
+        _race_job(tmp_path, spm_model_file).cache("train")
+
+
+def test_race_dropout_out_of_range(tmp_path, spm_model_file):
+    with pytest.raises(cli.UserInputError, match=r"--dropout_prob=1.0: must be in \[0, 1\)"):
+        _race_job(tmp_path, spm_model_file, dropout_prob=1.0)
+
+
+# ------------------------------------------------------------------------ output dirs
+
+def test_output_dir_that_cannot_be_created(tmp_path):
+    blocker = _write(tmp_path / "a-file", "x")
+    with pytest.raises(cli.UserInputError, match=r"--output_dir=.*a-file/out: cannot write"):
+        output_lock.check_writable(os.path.join(blocker, "out"), "--output_dir")
+
+
+# ------------------------------------------------------------- the scripts themselves
+
+def _spawn(script, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, script), *args],
+                            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_scripts_refuse_bad_input_with_one_line(tmp_path, spm_model_file):
+    """Exit status 2 (absl's 1 for a flag range), no signal, bounded time, the culprit named."""
+    config = _config_file(tmp_path)
+    typo = _config_file(tmp_path, "typo.json", hiden_size=32)
+    empty = _empty(tmp_path)
+    text = _text_file(tmp_path)
+    utf16 = _write(tmp_path / "utf16.txt", UTF16)
+    locked = tmp_path / "locked"
+    pretraining = ["--albert_config_file=" + config, "--max_seq_length=32",
+                   "--max_predictions_per_seq=4", "--num_train_steps=2", "--train_batch_size=2"]
+    cases = [
+        (("run_pretraining.py", *pretraining, f"--input_file={empty}",
+          f"--output_dir={tmp_path / 'p1'}"), 2, r"--input_file: no record in .*empty.tfrecord"),
+        (("run_pretraining.py", *pretraining, f"--input_file={text}",
+          f"--output_dir={tmp_path / 'p2'}"), 2, r"notes.tfrecord: not a TFRecord file"),
+        (("run_pretraining.py", *pretraining, f"--input_file={text}", "--learning_rate=-1",
+          f"--output_dir={tmp_path / 'p3'}"), 1, r"--learning_rate must be > 0"),
+        (("build_vocab.py", f"--input={utf16}", f"--model_prefix={tmp_path / 'v' / 'spm'}"), 2,
+         r"utf16.txt: not UTF-8 text"),
+        (("create_pretraining_data.py", f"--input_file={utf16}",
+          f"--output_file={tmp_path / 'd' / 'x'}", f"--spm_model_file={spm_model_file}"), 2,
+         r"utf16.txt: not UTF-8 text"),
+        (("run_classifier.py", "--task_name=sst-2", f"--data_dir={tmp_path}",
+          f"--albert_config_file={typo}", f"--spm_model_file={spm_model_file}",
+          f"--output_dir={tmp_path / 'c'}", "--do_train", "--allow_random_init"), 2,
+         r"typo.json: unknown field 'hiden_size'; did you mean 'hidden_size'"),
+    ]
+    with output_lock.hold(str(locked), "train"):
+        good_records = _records(tmp_path / "good.tfrecord", count=8)
+        cases.append((("run_pretraining.py", *pretraining, f"--input_file={good_records}",
+                       f"--output_dir={locked}"), 2, r"another train run is using this output "
+                                                     r"directory \(pid \d+"))
+        processes = [(_spawn(*args), status, message, args) for args, status, message in cases]
+        for process, status, message, args in processes:
+            _, stderr = process.communicate(timeout=300)
+            assert 0 <= process.returncode < 128, (args, process.returncode)
+            assert process.returncode == status, (args, stderr[-2000:])
+            last = [line for line in stderr.splitlines() if line.strip()][-2:]
+            assert any(re.search(message, line) for line in last), (args, last)
+            if status == 2:
+                assert "Traceback" not in stderr
+                assert last[-1].startswith(f"{args[0]}: error: "), last
+    for directory in ("p1", "p2", "p3", "v", "d", "c"):
+        leftovers = [p for p in _left_behind(tmp_path / directory)
+                     if not os.path.basename(p).startswith(("albert_config", "cached_"))]
+        assert leftovers == [], leftovers
+    assert not os.path.exists(locked / "model.ckpt-2.index")
+
+
+def test_crc32c_known_values():
+    """CRC-32C's published check values (RFC 3720), and TFRecord's masking of the empty one."""
+    from albert_tf.crc32c import crc32c
+    assert crc32c(b"123456789") == 0xE3069283
+    assert crc32c(b"\x00" * 32) == 0x8A9136AA
+    assert tfrecord_check.masked_crc32c(b"") == 0xA282EAD8
