@@ -13,6 +13,7 @@ import re
 import struct
 import subprocess
 import sys
+import time
 
 from absl import flags
 import pytest
@@ -560,6 +561,13 @@ def test_scripts_refuse_bad_input_with_one_line(tmp_path, spm_model_file):
         cases.append((("run_pretraining.py", *pretraining, f"--input_file={good_records}",
                        f"--output_dir={locked}"), 2, r"another train run is using this output "
                                                      r"directory \(pid \d+"))
+        _write(tmp_path / "glue" / "SST-2" / "train.tsv",
+               "sentence\tlabel\na fine film\t1\na dull film\t0\n")
+        cases.append((("run_classifier.py", "--task_name=sst-2", f"--data_dir={tmp_path / 'glue'}",
+                       f"--albert_config_file={config}", f"--spm_model_file={spm_model_file}",
+                       f"--output_dir={locked}", "--do_train", "--allow_random_init",
+                       "--max_seq_length=32", "--train_step=1", "--train_batch_size=2"), 2,
+                      r"another train run is using this output directory"))
         processes = [(_spawn(*args), status, message, args) for args, status, message in cases]
         for process, status, message, args in processes:
             _, stderr = process.communicate(timeout=300)
@@ -583,3 +591,40 @@ def test_crc32c_known_values():
     assert crc32c(b"123456789") == 0xE3069283
     assert crc32c(b"\x00" * 32) == 0x8A9136AA
     assert tfrecord_check.masked_crc32c(b"") == 0xA282EAD8
+
+
+@pytest.mark.slow
+def test_killed_data_run_never_reaches_training(real_data, spm_model_file, tmp_path):
+    """SIGKILL in the middle of create_pretraining_data.py: a training glob over the folder
+    takes no temporary file, and the rerun removes them and completes."""
+    out = tmp_path / "records"
+    command = ["create_pretraining_data.py", f"--input_file={','.join(real_data['brown'][:3])}",
+               f"--output_file={out / 'train'}", f"--spm_model_file={spm_model_file}",
+               "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=2",
+               "--num_workers=1"]
+    process = _spawn(*command)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+                ".tmp-" in name for name in (os.listdir(out) if out.exists() else [])):
+            time.sleep(0.05)
+        assert any(".tmp-" in name for name in os.listdir(out)), "no temporary file appeared"
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+    assert process.returncode == -9
+    if any(not name.startswith(".") for name in os.listdir(out)):
+        for path in file_patterns.expand(str(out / "*"), "--input_file",
+                                         exclude_suffixes=(".summary.json",)):
+            assert ".tmp-" not in path
+            tfrecord_check.count_records(path)  # complete files only
+    else:
+        with pytest.raises(cli.UserInputError, match="matched no file"):
+            file_patterns.expand(str(out / "*"), "--input_file")
+    rerun = _spawn(*command)
+    _, stderr = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, stderr[-2000:]
+    assert not [name for name in os.listdir(out) if name.startswith(".")]
+    files = file_patterns.expand(str(out / "*"), "--input_file",
+                                 exclude_suffixes=(".summary.json",))
+    assert len(files) == 3 and sum(tfrecord_check.check_files(files, "--input_file").values())
