@@ -308,3 +308,37 @@ def test_every_original_flag_exists_with_its_default():
         assert flag_values[name].default == default, name
     # Every run option comes from a flag of the same name.
     assert all(name in flag_values for name in run_squad.runner.SquadRun.__dataclass_fields__)
+
+
+def _unlabelled(path, out_path):
+    data = json.load(open(path, encoding="utf-8"))
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                for key in ("answers", "is_impossible", "plausible_answers"):
+                    qa.pop(key, None)
+    out_path.write_text(json.dumps(data))
+    return str(out_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_unlabelled_predict_file_is_predicted_not_scored(files, tmp_path, version):
+    """A test set has no answers: predictions are written, scoring is skipped (the original
+    allowed this); v2 uses the 0.0 default threshold when nothing else is given."""
+    out = str(tmp_path / "out")
+    v2 = ["--version_2_with_negative"] if version == "v2" else []
+    run(files, out, f"--train_file={files[version]}", "--do_train", "--num_train_epochs=2", *v2)
+    test_file = _unlabelled(files[version], tmp_path / "test.json")
+    results = run(files, out, f"--predict_file={test_file}", "--do_predict", *v2)
+    predictions = json.load(open(os.path.join(out, "predictions.json"), encoding="utf-8"))
+    expected_ids = {qa["id"] for article in squad_json(version == "v2")["data"]
+                    for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
+    assert set(predictions) == expected_ids
+    assert all(isinstance(text, str) for text in predictions.values())
+    if version == "v2":
+        assert results == {"null_score_diff_threshold": 0.0}
+        assert os.path.exists(os.path.join(out, "null_odds.json"))
+    else:
+        assert results is None
+    assert not os.path.exists(os.path.join(out, "eval_results.txt"))
