@@ -33,7 +33,7 @@ Reading
         `global_step` are skipped unless asked for by name. A missing or mis-shaped encoder
         variable (`bert/...`) raises `CheckpointError` naming it and the checkpoint; a missing
         or mis-shaped head is reported, logged and left at its initial value.
-        init_from_group0 (run_pretraining's flag, §5.6) initialises `group_N` (N > 0) from the
+        init_from_group0 (run_pretraining's flag) initialises `group_N` (N > 0) from the
         checkpoint's `group_0` (and `attention_N`/`ffn_N` from `attention_1`/`ffn_1`).
 """
 

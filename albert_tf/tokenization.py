@@ -1,7 +1,7 @@
 """The original ALBERT tokenization module: SentencePiece (ALBERT) and WordPiece (BERT) paths.
 
 Public names and behaviour follow google-research/ALBERT `tokenization.py` as it runs under
-Python 3 (see original_release.md §6), so data made here matches the data the released
+Python 3, so data made here matches the data the released
 models were trained on:
 
 * `preprocess_text` collapses whitespace, NFKD-normalises, ALWAYS drops combining marks (there

@@ -1,4 +1,4 @@
-"""run_glue.sh: the original per-task hyperparameters (spec §2.8) and its argument checks."""
+"""run_glue.sh: the original per-task hyperparameters (the original README's table) and its argument checks."""
 
 import os
 import re
@@ -7,7 +7,7 @@ import subprocess
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "run_glue.sh")
 
-# original_release.md §2.8 (task, warmup, lr, steps, save, batch); WNLI from the paper's Table 14.
+# The original README's table (task, warmup, lr, steps, save, batch); WNLI from the paper's Table 14.
 ORIGINAL = {
     "sst-2": ("1256", "1e-5", "20935", "100", "32"),
     "mnli": ("1000", "3e-5", "10000", "100", "128"),

@@ -2,7 +2,7 @@
 
 Both directions go through the original checkpoint layout: our checkpoint → HF's
 `load_tf_weights_in_albert`, and HF weights written under the original names (the mapping
-below is written from the spec's name table, §4.2) → `checkpoints.load_into`. Every variable
+below is written from the original's variable-name table) → `checkpoints.load_into`. Every variable
 is randomised first (biases, LayerNorm gammas/betas included), so a misplaced tensor shows.
 """
 
@@ -116,7 +116,7 @@ HF_SUFFIX_BY_ORIGINAL = {
 
 
 def hf_weights_in_original_names(hf_model, config):
-    """HF's state dict under the spec's names (§4.2); dense kernels transposed to [in, out]."""
+    """HF's state dict under the original's names; dense kernels transposed to [in, out]."""
     state = {name: tensor.detach().numpy() for name, tensor in hf_model.state_dict().items()}
     out = {}
 

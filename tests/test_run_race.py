@@ -1,8 +1,7 @@
 """run_race.py end to end on RACE data written in both layouts.
 
 A tiny randomly initialised ALBERT is fine-tuned (train + evaluate every checkpoint) by one
-run; a second run, with neither --do_train nor --do_eval and no TPU (the original's NameError,
-§8.8), scores the test split with model.ckpt-best and exports a SavedModel, which a fresh
+run; a second run, with neither --do_train nor --do_eval and no TPU (the original's NameError), scores the test split with model.ckpt-best and exports a SavedModel, which a fresh
 process loads and compares with the test predictions and with the same model scored under
 MirroredStrategy on two logical CPUs.
 """

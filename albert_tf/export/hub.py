@@ -1,7 +1,7 @@
 """The TF-Hub-style ALBERT module as a TF2 SavedModel (`export_to_tfhub.py`).
 
 The original wrote a TF1 `hub.Module`; TF2 has no such format, so this writes a reusable TF2
-SavedModel carrying the original module's signatures under the same names (§7.6), plus the TF2
+SavedModel carrying the original module's signatures under the same names, plus the TF2
 encoder convention:
 
   tokens             int32 input_ids, input_mask, segment_ids [B,S]

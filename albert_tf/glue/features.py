@@ -4,7 +4,7 @@ The conversion is the original's `convert_single_example`: a pair is truncated t
 max_seq_length − 3 tokens by popping from the longer side (from `b` on a tie), a single
 sequence is cut to max_seq_length − 2, segment ids are 0 for `[CLS] a [SEP]` and 1 for
 `b [SEP]`, and everything is padded with 0. `label_ids` is the label's index, or the float
-score for sts-b. The TFRecord features are the original's (§7.1): int64 `input_ids`,
+score for sts-b. The TFRecord features are the original's: int64 `input_ids`,
 `input_mask`, `segment_ids` [max_seq_length], `label_ids` (int64; float32 for sts-b) and
 `is_real_example`.
 

@@ -1,7 +1,7 @@
 """GLUE processors: the official TSV files read into `InputExample`s exactly as the original.
 
 Each processor knows its task's directory under `--data_dir`, its file names, the columns of
-each split and its label list (§7.1 of the release inventory). Files are read with
+each split and its label list. Files are read with
 `csv.reader(delimiter="\\t", quotechar=None)`, i.e. without quote handling, as the original
 does; the header row is skipped except in CoLA's train and dev files, which have none.
 

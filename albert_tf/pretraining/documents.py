@@ -1,4 +1,4 @@
-"""Reading one input file into documents of tokenized sentences (original_release.md §5.1).
+"""Reading one input file into documents of tokenized sentences, as the original create_pretraining_data.py.
 
 Format: one sentence per line; a line that is empty after preprocessing ends the document.
 Lines are split like Python's text mode (the original opened files with mode "r"): "\\n",

@@ -1,4 +1,4 @@
-"""Segment pairs A/B with the sentence-order (SOP) or next-sentence (NSP) label (§5.2).
+"""Segment pairs A/B with the sentence-order (SOP) or next-sentence (NSP) label.
 
 The algorithm is the original `create_instances_from_document`, working on sentence offsets
 instead of lists of token lists:

@@ -1,4 +1,4 @@
-"""Whole-word n-gram masking (the original `create_masked_lm_predictions`, §5.3).
+"""Whole-word n-gram masking (the original `create_masked_lm_predictions`).
 
 For a sequence `[CLS] A [SEP] B [SEP]` of ids:
 * Candidates: with whole-word masking, a piece that is not a word start joins the previous
@@ -16,7 +16,7 @@ For a sequence `[CLS] A [SEP] B [SEP]` of ids:
   permuted among themselves and they are predicted too.
 
 Every random choice comes from the `random.Random` passed in; the original drew n from numpy's
-unseeded global generator, so its output was not reproducible (§8 item 1). The visiting order is
+unseeded global generator, so its output was not reproducible. The visiting order is
 drawn lazily (a Fisher-Yates shuffle that stops when the budget is spent), which is the same
 uniformly random order without shuffling all ~400 candidates of a 512-token sequence.
 """

@@ -1,4 +1,4 @@
-"""The settings of one data-creation run: the original flags (§2.1) plus the new ones."""
+"""The settings of one data-creation run: the original flags plus the new ones."""
 
 import dataclasses
 
@@ -29,7 +29,7 @@ class DataOptions:
 
     @property
     def masked_lm_length(self):
-        """Length of the masked_lm_* features: doubled by do_permutation (§8 item 3)."""
+        """Length of the masked_lm_* features: doubled by do_permutation."""
         return self.max_predictions_per_seq * (2 if self.do_permutation else 1)
 
     def validate(self):

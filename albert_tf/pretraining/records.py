@@ -1,4 +1,4 @@
-"""The pretraining `tf.train.Example` (§5.4), serialized deterministically, and TFRecord framing.
+"""The pretraining `tf.train.Example`, serialized deterministically, and TFRecord framing.
 
 Features, dtypes and lengths are the original's:
 

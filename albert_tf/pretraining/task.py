@@ -1,4 +1,4 @@
-"""The masked-LM + sentence-order pretraining task of run_pretraining.py (spec §5.5).
+"""The masked-LM + sentence-order pretraining task of run_pretraining.py.
 
 Losses, as the original's model_fn:
     masked_lm_loss      = Σ w·(−log p(id)) / (Σ w + 1e-5)    over masked positions, w = weights

@@ -4,7 +4,7 @@ Masking asks two things of every token: is it the start of a word (whole-word an
 masking group a word's pieces), and what replaces it. Answering per id through a table instead
 of per token through string tests is most of what makes the data script fast.
 
-The start-piece rules are the original's (original_release.md §5.3):
+The start-piece rules are the original's:
 * SentencePiece: a piece starts a word if it begins with "▁" or "<", is one of the special
   punctuation pieces, or contains any character whose lowercase form is outside a-z and that
   punctuation set. The set is ASCII punctuation without `'`, `<`, `=`, `>`; the original also

@@ -15,7 +15,7 @@ go to `eval_results.txt`, `best_trial.txt` and `model.ckpt-best`
 (`training.evaluation.CheckpointEvaluator`).
 
 --do_predict scores the TEST split with model.ckpt-best under whatever strategy runs (the
-original raised NameError without a TPU, §8.8) and writes the metrics to `predict_results.txt`
+original raised NameError without a TPU) and writes the metrics to `predict_results.txt`
 and one line per question to `test_predictions.tsv`.
 """
 

@@ -1,6 +1,6 @@
 """Fine-tune ALBERT on a GLUE task: train, evaluate every checkpoint, predict, export.
 
-The original run_classifier.py's flags and defaults (spec §2.3) on tf.distribute instead of
+The original run_classifier.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs), --seed and
 --allow_random_init. See README.md, "GLUE".

@@ -1,6 +1,6 @@
 """Pretrain ALBERT (masked LM + sentence order) on create_pretraining_data.py records.
 
-The original run_pretraining.py's flags and defaults (spec §2.2), on tf.distribute instead of
+The original run_pretraining.py's flags and defaults, on tf.distribute instead of
 TPUEstimator. New flags: --eval_input_file, --precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs. See README.md,
 "Pretraining".

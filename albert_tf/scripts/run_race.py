@@ -1,6 +1,6 @@
 """Fine-tune ALBERT on RACE: train, evaluate every checkpoint, test, export.
 
-The original run_race.py's flags and defaults (spec §2.5) on tf.distribute instead of
+The original run_race.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --keep_checkpoint_max,
 --eval_timeout_secs), --export_dir and --allow_random_init. See README.md, "RACE".

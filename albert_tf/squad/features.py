@@ -1,6 +1,6 @@
 """SQuAD examples → fixed-length model features (sliding windows over the paragraph).
 
-Layout of one feature (§7.3): `[CLS] question [SEP] paragraph-window [SEP] padding`, segment
+Layout of one feature (the original's): `[CLS] question [SEP] paragraph-window [SEP] padding`, segment
 ids 0 for `[CLS]`+question+first `[SEP]`, 1 for the window and its `[SEP]`; `p_mask` is 1 where
 an answer cannot start or end (question, `[SEP]`s, padding) and 0 for `[CLS]` and the window.
 Windows advance by min(window length, doc_stride); a piece belongs to the window where it has

@@ -1,6 +1,6 @@
 """Model outputs → answer texts, n-best lists and no-answer scores; the three output files.
 
-v1 (§7.3): per window, the n_best highest start logits × the n_best highest end logits; a pair
+v1 (the original's): per window, the n_best highest start logits × the n_best highest end logits; a pair
 is kept if both ends lie in the window's paragraph pieces, the start piece has its maximum
 context in this window, end ≥ start and the span has ≤ max_answer_length pieces. Score =
 start + end logit; pairs from all windows of a question are sorted, deduplicated on the final

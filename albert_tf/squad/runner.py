@@ -1,6 +1,6 @@
 """What `run_squad.py` does, for v1.1 and v2.0: prepare features, train, evaluate checkpoints.
 
-Fixes of the original's bugs (§8 items 5-7):
+Fixes of the original's bugs:
 - predict-only runs need no `--train_file` (v1 crashed on `int < None`; v2 read the train
   file just to count steps);
 - the feature-file flags are optional (the original failed on `tf.gfile.Exists(None)`);

@@ -10,7 +10,7 @@ It polls `output_dir` for `model.ckpt-<step>`, evaluates each new one in step or
 checkpoint's files to `model.ckpt-best.*` and rewrites `best_trial.txt`
 (`last_evaluated_step:best_step:best_value`, the original classifier's format) after every
 evaluation, so a restarted evaluator continues where it stopped. Unlike the original (which
-could poll forever, §8.7), it ends when the checkpoint at `last_step` has been evaluated or when
+could poll forever), it ends when the checkpoint at `last_step` has been evaluated or when
 no new checkpoint appeared for `timeout_seconds`.
 """
 
