@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DATA := data
 
-.PHONY: setup data test demo demo-ci serve bench clean
+.PHONY: setup data lint test demo demo-ci serve bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -17,7 +17,11 @@ setup: $(VENV)/.installed
 data: setup
 	$(PY) -m albert_tf.data_sources --dest $(DATA)
 
-test: setup data
+# ruff, pinned in requirements-dev.txt, configured in pyproject.toml.
+lint: setup
+	$(VENV)/bin/ruff check .
+
+test: setup data lint
 	$(PY) -m pytest -q tests
 
 demo: setup data

@@ -68,7 +68,8 @@ def _cached_verdict(cache):
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError) as error:
-        warnings.warn(f"albert_tf: ignoring the unreadable oneDNN AMX cache {cache} ({error})")
+        warnings.warn(f"albert_tf: ignoring the unreadable oneDNN AMX cache {cache} ({error})",
+                      stacklevel=2)
         return None
 
 
@@ -109,12 +110,13 @@ def cap_isa_if_amx_is_broken():
             works = amx_kernels_work()
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             warnings.warn(f"albert_tf: could not check oneDNN's AMX kernels ({error}); "
-                          f"set {ISA_VARIABLE}={ISA_WITHOUT_AMX} if bfloat16 runs die with SIGILL")
+                          f"set {ISA_VARIABLE}={ISA_WITHOUT_AMX} if bfloat16 runs die with SIGILL",
+                          stacklevel=2)
             return
         try:
             _write_atomically(cache, json.dumps({"amx_works": works}) + "\n")
         except OSError as error:
             warnings.warn(f"albert_tf: could not cache the oneDNN AMX check in {cache} ({error}); "
-                          "it will run again in the next process")
+                          "it will run again in the next process", stacklevel=2)
     if not works:
         os.environ[ISA_VARIABLE] = ISA_WITHOUT_AMX

@@ -64,7 +64,7 @@ class ClassifierSignatures:
         self.tokenizer = tokenizer
         self.cls_id, self.sep_id = cls_id, sep_id
         self.threshold = threshold
-        self.label_names = None if regression else tf.constant([str(l) for l in label_list])
+        self.label_names = None if regression else tf.constant([str(label) for label in label_list])
 
     def outputs(self, input_ids, input_mask, segment_ids):
         logits = self.model({"input_ids": input_ids, "input_mask": input_mask,

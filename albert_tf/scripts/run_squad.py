@@ -73,7 +73,8 @@ def define_flags(flag_values=FLAGS):
            "the run_squad_v2.py model); default v1.1 (run_squad_v1.py).")
     define("integer", "start_n_top", 5, "v2: beam size for the answer start.", lower_bound=1)
     define("integer", "end_n_top", 5, "v2: beam size for the answer end.", lower_bound=1)
-    define("float", "dropout_prob", 0.1, "v2: dropout probability in the answer_class head.", lower_bound=0, upper_bound=0.99)
+    define("float", "dropout_prob", 0.1, "v2: dropout probability in the answer_class head.",
+           lower_bound=0, upper_bound=0.99)
     define("string", "threshold_predict_file", None, "v2: labelled SQuAD v2.0 json on which "
            "to choose the no-answer threshold (best F1). Default: the --predict_file itself, "
            "reported as tuned on the evaluated set.")

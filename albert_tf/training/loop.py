@@ -190,7 +190,7 @@ class Trainer:
             loss = tf.constant(0.0)
             gradients = [tf.zeros_like(v) for v in variables]
             for i in tf.range(k):
-                micro = tf.nest.map_structure(lambda t: t[i], micro_batches)
+                micro = tf.nest.map_structure(lambda t, i=i: t[i], micro_batches)
                 micro_loss, micro_gradients, outputs = self._forward_backward(micro, normalizers)
                 self.task.update_metrics(self.train_metrics, micro, outputs)
                 loss += micro_loss
