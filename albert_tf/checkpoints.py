@@ -33,8 +33,9 @@ Reading
         `global_step` are skipped unless asked for by name. A missing or mis-shaped encoder
         variable (`bert/...`) raises `CheckpointError` naming it and the checkpoint; a missing
         or mis-shaped head is reported, logged and left at its initial value.
-        init_from_group0 (run_pretraining's flag) initialises `group_N` (N > 0) from the
-        checkpoint's `group_0` (and `attention_N`/`ffn_N` from `attention_1`/`ffn_1`).
+        init_from_group0 (run_pretraining's flag) initialises `group_N` (N > 0) that the
+        checkpoint lacks from its `group_0` (and `attention_N`/`ffn_N` from `attention_1`/`ffn_1`);
+        a `group_N` the checkpoint has is loaded as it is.
 """
 
 import collections
@@ -273,8 +274,8 @@ def load_into(variables_by_name, checkpoint_path, init_from_group0=False):
     assignments = []
     for name, variable in variables_by_name.items():
         source = canonical.get(name)
-        if init_from_group0 and _group0_name(name) in canonical:
-            source = canonical[_group0_name(name)]
+        if source is None and init_from_group0 and _group0_name(name) in canonical:
+            source = canonical[_group0_name(name)]  # the exact name wins, as in the original
         if source is None:
             report.missing.append(name)
             continue

@@ -82,12 +82,15 @@ def encode_pieces(sp_model, text, return_unicode=True, sample=False):
     equal in Python 3 (nor in Python 2, where it compared one byte). The released models were
     trained on data with that spurious "▁", so it is deliberately kept here.
 
-    `return_unicode` is accepted for compatibility: under Python 3 the original always
-    returned str pieces, and so does this function. `sample=True` uses subword sampling
-    (nbest 64, alpha 0.1) for the first encoding, as the original did.
+    `return_unicode` is accepted for compatibility; this function always returns str pieces.
+    The original, under Python 3 with sentencepiece 0.2.1, returned the re-encoded pieces of the
+    digit-comma path as UTF-8 bytes (it encoded the piece to bytes before re-encoding, and
+    sentencepiece answers bytes input with bytes pieces) beside str pieces everywhere else; the
+    ids (`PieceToId` takes both) are the same. `sample=True` uses subword sampling (nbest 64,
+    alpha 0.1) for the first encoding, as the original did.
     """
     text = convert_to_unicode(text)
-    del return_unicode  # Python 3 pieces are always str (see docstring).
+    del return_unicode  # Always str pieces (see docstring).
     if sample:
         pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1)
     else:

@@ -216,3 +216,22 @@ def test_read_tensors_copy_and_prefix_forms(tmp_path):
     best = checkpoints.copy_checkpoint(str(tmp_path), str(tmp_path / "model.ckpt-best"))
     np.testing.assert_array_equal(checkpoints.read_tensors(best)["w"], [0, 1, 2])
     assert checkpoints.latest_checkpoint(str(tmp_path)) == prefix  # the copy does not become "latest"
+
+
+def test_init_from_group0_keeps_groups_the_checkpoint_has(tmp_path):
+    """--init_from_group0 on a G = 2 checkpoint: group_1 comes from the checkpoint's group_1, not
+    from group_0 (the original prefers the exact name)."""
+    two_groups = small_config(num_hidden_layers=4, num_hidden_groups=2)
+    trained = encoder.AlbertEncoder(two_groups)
+    randomise(trained)
+    prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"),
+                                          trained.checkpoint_variables())
+    loaded = encoder.AlbertEncoder(two_groups)
+    report = checkpoints.load_into(loaded.checkpoint_variables(), prefix, init_from_group0=True)
+    assert not report.missing
+    name = "bert/encoder/transformer/group_1/inner_group_0/attention_1/self/query/kernel"
+    assert (name, name) in report.mapped
+    trained_values = values(trained)
+    assert not np.array_equal(trained_values[name], trained_values[name.replace("group_1", "group_0")])
+    for key, value in values(loaded).items():
+        np.testing.assert_array_equal(value, trained_values[key])

@@ -387,3 +387,20 @@ def test_progress_line_weighs_files_by_size():
                               "12.5% done, ETA 0:00:14")
     tracker.file_done(0)
     assert tracker.done_fraction() == 0.25
+
+
+def test_carriage_returns_are_dropped_as_tf_gfile_readline_does(tmp_path):
+    """The original read corpora with tf.gfile readline: "\\r\\n" ends a line like "\\n" and a
+    bare "\\r" is dropped, joining its neighbours. TensorFlow itself is the reference."""
+    path = tmp_path / "cr.txt"
+    path.write_bytes(b"one\rtwo\nthree\r\nfour\rfive\r")
+    reference = []
+    with tf.io.gfile.GFile(str(path), "r") as reader:
+        while True:
+            line = reader.readline()
+            if not line:
+                break
+            reference.append(line.rstrip("\n"))
+    stats = documents.ReadStats()
+    assert list(documents._text_lines(str(path), stats)) == reference == [
+        "onetwo", "three", "fourfive"]

@@ -75,18 +75,15 @@ def _open_binary(path):
 
 
 def _text_lines(path, stats):
-    """Yields the file's lines as str without line endings, split like text mode."""
+    """Yields the file's lines as str without line endings, as the original read them:
+    `tf.gfile` readline splits at "\n" only and drops every "\r", so "a\r\n" is "a" and a
+    bare "\r" joins its neighbours ("one\rtwo" is "onetwo"), unlike Python's text mode."""
     with _open_binary(path) as reader:
         for raw in reader:
             text, replaced = decode_utf8(raw)
             stats.replaced_bytes += replaced
-            if "\r" in text:
-                lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-                if not lines[-1]:
-                    lines.pop()  # The text ended with a line break.
-                yield from lines
-            else:
-                yield text[:-1] if text.endswith("\n") else text
+            text = text.replace("\r", "")
+            yield text[:-1] if text.endswith("\n") else text
 
 
 def _batches(lines):
