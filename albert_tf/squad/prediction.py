@@ -82,11 +82,7 @@ class SquadEvaluator:
         (v2) or None. v2 takes --null_score_diff_threshold, else the best threshold on
         --threshold_predict_file, else 0.0 (the original's default)."""
         if not self.version_2:
-            predictions, nbest = postprocess.predict_v1(
-                self.predict_set.examples, self.predict_set.features,
-                self.raw_results(model, self.predict_set), self.n_best_size,
-                self.max_answer_length)
-            postprocess.write_prediction_files(output_dir, predictions, nbest)
+            self._write_v1(model, output_dir)
             return None
         best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
         if self.fixed_threshold is not None or self.threshold_set is not None:
@@ -96,27 +92,33 @@ class SquadEvaluator:
             logging.warning("%s has no answers to tune the no-answer threshold on and no "
                             "--threshold_predict_file or --null_score_diff_threshold was given: "
                             "using 0.0", self.predict_set.input_file)
-        predictions = postprocess.apply_null_threshold(best_texts, null_odds, threshold)
-        postprocess.write_prediction_files(output_dir, predictions, nbest, null_odds)
+        self._write_v2(output_dir, best_texts, nbest, null_odds, threshold)
         return threshold
 
     def evaluate(self, model, output_dir):
         if not self.version_2:
-            predictions, nbest = postprocess.predict_v1(
-                self.predict_set.examples, self.predict_set.features,
-                self.raw_results(model, self.predict_set), self.n_best_size,
-                self.max_answer_length)
-            postprocess.write_prediction_files(output_dir, predictions, nbest)
+            predictions = self._write_v1(model, output_dir)
             return dict(evaluation.evaluate_v1(self.predict_set.dataset, predictions))
-
         best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
         threshold, source = self._choose_threshold(model, best_texts, null_odds)
-        predictions = postprocess.apply_null_threshold(best_texts, null_odds, threshold)
-        postprocess.write_prediction_files(output_dir, predictions, nbest, null_odds)
+        predictions = self._write_v2(output_dir, best_texts, nbest, null_odds, threshold)
         results = dict(evaluation.evaluate_v2(self.predict_set.dataset, predictions))
         results["null_score_diff_threshold"] = threshold
         results["null_threshold_chosen_on"] = source
         return results
+
+    def _write_v1(self, model, output_dir):
+        predictions, nbest = postprocess.predict_v1(
+            self.predict_set.examples, self.predict_set.features,
+            self.raw_results(model, self.predict_set), self.n_best_size, self.max_answer_length)
+        postprocess.write_prediction_files(output_dir, predictions, nbest)
+        return predictions
+
+    @staticmethod
+    def _write_v2(output_dir, best_texts, nbest, null_odds, threshold):
+        predictions = postprocess.apply_null_threshold(best_texts, null_odds, threshold)
+        postprocess.write_prediction_files(output_dir, predictions, nbest, null_odds)
+        return predictions
 
     def _choose_threshold(self, model, best_texts, null_odds):
         """(threshold, where it came from); see the module docstring."""
