@@ -24,6 +24,7 @@ from albert_tf import checkpoints, cli, io_utils, tokenization
 from albert_tf.glue import features, processors
 from albert_tf.glue import task as glue_task
 from albert_tf.training import evaluation, loop
+from albert_tf.training import length_buckets as length_buckets_lib
 
 
 class ClassifierFlagError(cli.UserInputError):
@@ -39,7 +40,8 @@ class ClassifierJob:
     """One GLUE task's data, tokenizer and model settings."""
 
     def __init__(self, task_name, data_dir, output_dir, albert_config, max_seq_length,
-                 spm_model_file=None, vocab_file=None, do_lower_case=True, cached_dir=None):
+                 spm_model_file=None, vocab_file=None, do_lower_case=True, cached_dir=None,
+                 length_buckets=None):
         self.processor = processors.get_processor(task_name, use_spm=bool(spm_model_file),
                                                   do_lower_case=do_lower_case)
         self.task_name = task_name.lower()
@@ -62,6 +64,7 @@ class ClassifierJob:
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.cached_dir = cached_dir or output_dir
+        self.length_buckets = length_buckets
         self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
         albert_config.check_vocabulary(len(self.tokenizer.vocab), spm_model_file or vocab_file)
         self.label_list = self.processor.get_labels()
@@ -101,7 +104,8 @@ class ClassifierJob:
             eval_file, examples = self.records("dev")
             logging.info("Evaluating on %d examples", len(examples))
         task = glue_task.ClassifierTask(self.albert_config, self.task_name, self.num_labels,
-                                        self.max_seq_length, train_file, eval_file)
+                                        self.max_seq_length, train_file, eval_file,
+                                        length_buckets=self.length_buckets)
         return loop.Trainer(task, strategy, training_config)
 
     def evaluate(self, trainer, checkpoint_path, batch_size):
@@ -129,8 +133,10 @@ class ClassifierJob:
         checkpoint = resolve_best_checkpoint(self.output_dir)
         trainer.checkpoints.restore_model(checkpoint)
         predict_file, examples = self.records("test")
-        dataset = features.make_dataset(predict_file, self.max_seq_length, self.task_name,
-                                        batch_size, is_training=False)
+        dataset = length_buckets_lib.trim_dataset(
+            features.make_dataset(predict_file, self.max_seq_length, self.task_name, batch_size,
+                                  is_training=False),
+            self.length_buckets, self.max_seq_length)
         arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
                                           trainer.strategy)
         if len(arrays["predictions"]) != len(examples):

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from albert_tf.glue import features, metrics
 from albert_tf.modeling import classifier
+from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
@@ -46,7 +47,9 @@ class ClassifierTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, task_name, num_labels, max_seq_length, train_file=None,
-                 eval_file=None, shuffle_buffer=100):
+                 eval_file=None, shuffle_buffer=100, length_buckets=None):
+        """`length_buckets`: trim each batch to one of these lengths (see
+        `training.length_buckets`); None pads to max_seq_length as the original."""
         self.albert_config = albert_config
         self.task_name = task_name.lower()
         self.num_labels = num_labels
@@ -54,6 +57,7 @@ class ClassifierTask(task_lib.Task):
         self.train_file = train_file
         self.eval_file = eval_file
         self.shuffle_buffer = shuffle_buffer
+        self.length_buckets = length_buckets
         self.regression = features.is_regression(self.task_name)
         self.eval_metric_name = metrics.selection_metric(self.task_name)
 
@@ -76,6 +80,7 @@ class ClassifierTask(task_lib.Task):
         dataset = dataset.map(
             lambda records: features.parse_records(records, self.max_seq_length, self.regression),
             num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = length_buckets_lib.trim_dataset(dataset, self.length_buckets, self.max_seq_length)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def train_dataset(self, input_context, batch_size):

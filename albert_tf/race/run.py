@@ -47,7 +47,8 @@ class RaceJob:
 
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, max_qa_length,
                  levels=reader.LEVELS, spm_model_file=None, vocab_file=None, do_lower_case=True,
-                 dropout_prob=0.1, train_file=None, eval_file=None, predict_file=None):
+                 dropout_prob=0.1, train_file=None, eval_file=None, predict_file=None,
+                 length_buckets=None):
         if max_seq_length > albert_config.max_position_embeddings:
             raise RaceFlagError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings "
@@ -67,6 +68,7 @@ class RaceJob:
         self.max_seq_length = max_seq_length
         self.levels = tuple(levels)
         self.dropout_prob = dropout_prob
+        self.length_buckets = length_buckets
         self.requested = {"train": train_file, "dev": eval_file, "test": predict_file}
         self._predictor = None
         self.settings = prepare.CacheSettings(
@@ -94,6 +96,7 @@ class RaceJob:
         """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
         task = race_task.RaceTask(
             self.albert_config, self.max_seq_length, self.levels, self.dropout_prob,
+            length_buckets=self.length_buckets,
             train_file=self.cache("train") if do_train else None,
             eval_file=self.cache("dev") if do_eval else None)
         return loop.Trainer(task, strategy, training_config)

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import cache, reader
+from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
@@ -58,7 +59,9 @@ class RaceTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
-                 train_file=None, eval_file=None, use_einsum=False):
+                 train_file=None, eval_file=None, use_einsum=False, length_buckets=None):
+        """`length_buckets`: trim each batch to one of these lengths (see
+        `training.length_buckets`); None pads to max_seq_length as the original."""
         self.albert_config = albert_config
         self.max_seq_length = max_seq_length
         self.levels = tuple(level for level in reader.LEVELS if level in levels)
@@ -66,6 +69,7 @@ class RaceTask(task_lib.Task):
         self.train_file = train_file
         self.eval_file = eval_file
         self.use_einsum = use_einsum
+        self.length_buckets = length_buckets
 
     def build_model(self, strategy):
         return multiple_choice.AlbertMultipleChoice(
@@ -93,7 +97,8 @@ class RaceTask(task_lib.Task):
         dataset = self._records(self.train_file, input_context).repeat()
         dataset = dataset.shuffle(TRAIN_SHUFFLE_BUFFER).map(
             self._parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return dataset.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.batch(batch_size, drop_remainder=True)
+        return self._trimmed(dataset).prefetch(tf.data.AUTOTUNE)
 
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
@@ -106,9 +111,13 @@ class RaceTask(task_lib.Task):
         records = self._records(path, input_context, with_index).map(
             (lambda index, record: self._parse(record, index)) if with_index else self._parse,
             num_parallel_calls=tf.data.AUTOTUNE)
-        return padded_batches(
+        batches = padded_batches(
             records, _padding_record(self.max_seq_length, with_index), batch_size,
-            _replicas_per_pipeline(input_context)).prefetch(tf.data.AUTOTUNE)
+            _replicas_per_pipeline(input_context))
+        return self._trimmed(batches).prefetch(tf.data.AUTOTUNE)
+
+    def _trimmed(self, batches):
+        return length_buckets_lib.trim_dataset(batches, self.length_buckets, self.max_seq_length)
 
     def per_example_loss(self, features, outputs):
         losses = multiple_choice.per_example_loss(features["label_ids"], outputs["logits"])

@@ -70,6 +70,7 @@ training_flags.define_training_flags(
     save_checkpoints_steps=1000, keep_checkpoint_max=5, iterations_per_loop=1000,
     do_train=False, do_eval=False)
 training_flags.define_evaluation_flags()
+training_flags.define_length_bucket_flag()
 for _required in ("data_dir", "task_name", "albert_config_file"):
     flags.mark_flag_as_required(_required)
 
@@ -82,16 +83,17 @@ def main(_):
     if FLAGS.seed is not None:
         keras.utils.set_random_seed(FLAGS.seed)
     albert_config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+    strategy = training_flags.strategy_from_flags(FLAGS)
     job = glue_run.ClassifierJob(
         FLAGS.task_name, FLAGS.data_dir, FLAGS.output_dir, albert_config,
         FLAGS.max_seq_length, spm_model_file=FLAGS.spm_model_file,
         vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-        cached_dir=FLAGS.cached_dir)
+        cached_dir=FLAGS.cached_dir,
+        length_buckets=training_flags.length_buckets_from_flags(FLAGS, strategy))
     init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
     job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
     if FLAGS.do_train or FLAGS.do_eval:
         output_lock.check_writable(FLAGS.output_dir, "--output_dir")
-    strategy = training_flags.strategy_from_flags(FLAGS)
     config = training_flags.training_config_from_flags(
         FLAGS, num_train_steps=FLAGS.train_step, num_warmup_steps=FLAGS.warmup_step,
         init_checkpoint=init_checkpoint)

@@ -70,6 +70,7 @@ training_flags.define_training_flags(
     save_checkpoints_steps=100, keep_checkpoint_max=5, iterations_per_loop=1000,
     do_train=True, do_eval=True)
 training_flags.define_evaluation_flags()
+training_flags.define_length_bucket_flag()
 flags.DEFINE_alias("num_keep_checkpoint", "keep_checkpoint_max")
 for _required in ("data_dir", "albert_config_file"):
     flags.mark_flag_as_required(_required)
@@ -84,17 +85,18 @@ def main(_):
                              "--export_dir must be given.")
     albert_config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
     levels = reader.levels_from_flags(FLAGS.high_only, FLAGS.middle_only)
+    strategy = training_flags.strategy_from_flags(FLAGS)
     job = race_run.RaceJob(
         FLAGS.data_dir, FLAGS.output_dir, albert_config, FLAGS.max_seq_length,
         FLAGS.max_qa_length, levels, spm_model_file=FLAGS.spm_model_file,
         vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
         dropout_prob=FLAGS.dropout_prob, train_file=FLAGS.train_file,
-        eval_file=FLAGS.eval_file, predict_file=FLAGS.predict_file)
+        eval_file=FLAGS.eval_file, predict_file=FLAGS.predict_file,
+        length_buckets=training_flags.length_buckets_from_flags(FLAGS, strategy))
     init_checkpoint = training_flags.init_checkpoint_from_flags(FLAGS)
     job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
     if FLAGS.do_train or FLAGS.do_eval:
         output_lock.check_writable(FLAGS.output_dir, "--output_dir")
-    strategy = training_flags.strategy_from_flags(FLAGS)
     config = training_flags.training_config_from_flags(
         FLAGS, num_train_steps=FLAGS.train_step, num_warmup_steps=FLAGS.warmup_step,
         init_checkpoint=init_checkpoint)

@@ -25,7 +25,7 @@ from absl import app
 from absl import flags
 
 from albert_tf import optimization
-from albert_tf.training import loop, strategy as strategy_lib
+from albert_tf.training import length_buckets, loop, strategy as strategy_lib
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -125,6 +125,25 @@ def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
                  "Stop evaluating when no new checkpoint has appeared for this many seconds "
                  "(evaluation also stops once the last training step is evaluated).",
                  lower_bound=0)
+
+
+def define_length_bucket_flag(flag_values=flags.FLAGS):
+    """New: fine-tuning batches need not be padded to --max_seq_length (see
+    `training.length_buckets`)."""
+    _Definer(flag_values).string(
+        "length_buckets", "auto",
+        "Cut each fine-tuning, evaluation and prediction batch to its longest row, rounded up to "
+        "one of these lengths: 'auto' (powers of two from 16, then --max_seq_length; off on "
+        "TPU, which needs fixed shapes), 'off' (always pad to --max_seq_length, as the "
+        "original), or ascending lengths such as 64,128,256. Results equal the padded run's up "
+        "to float rounding.")
+
+
+def length_buckets_from_flags(flag_values, strategy):
+    """The bucket lengths --length_buckets asks for under `strategy` (None: pad fully)."""
+    if flag_values.length_buckets.strip().lower() == "auto" and strategy_lib.is_tpu(strategy):
+        return None
+    return length_buckets.parse_buckets(flag_values.length_buckets, flag_values.max_seq_length)
 
 
 def must_be_positive(name, flag_values=flags.FLAGS):

@@ -1,0 +1,82 @@
+"""GLUE and RACE with length buckets: the same predictions and metrics as padded batches, from
+batches that are actually shorter."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.glue import run as glue_run
+from albert_tf.glue import task as glue_task
+from albert_tf.race import prepare, reader
+from albert_tf.race import task as race_task
+from tests import race_fixtures
+
+SEQ = 64
+BUCKETS = (16, 32, 64)
+
+
+@pytest.fixture(scope="module")
+def config():
+    return AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37, max_position_embeddings=SEQ)
+
+
+def _sst2_dev(glue_dir, real_data):
+    lines = ["sentence\tlabel"]
+    with open(real_data["movie_reviews"], encoding="utf-8") as reader_:
+        for number, line in enumerate(reader_):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) >= 3 and number % 97 == 0:
+                lines.append(f"{fields[-1]}\t{int(float(fields[1]) > 0)}")
+            if len(lines) > 40:
+                break
+    (glue_dir / "SST-2").mkdir(parents=True)
+    (glue_dir / "SST-2" / "dev.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_glue_bucketed_predictions_equal_padded(tmp_path, config, spm_model_file, real_data):
+    _sst2_dev(tmp_path / "glue", real_data)
+    model = None
+    results = {}
+    for buckets in (None, BUCKETS):
+        job = glue_run.ClassifierJob("sst-2", str(tmp_path / "glue"), str(tmp_path / "out"),
+                                     config, SEQ, spm_model_file=spm_model_file,
+                                     length_buckets=buckets)
+        path, examples = job.records("dev")
+        task = glue_task.ClassifierTask(config, "sst-2", 2, SEQ, eval_file=path,
+                                        length_buckets=buckets)
+        model = model or task.build_model(tf.distribute.get_strategy())
+        dataset = task.eval_dataset(None, 8)
+        lengths = {int(batch["input_ids"].shape[1]) for batch in dataset}
+        arrays = glue_task.predict_arrays(model, dataset, regression=False)
+        results[buckets] = (lengths, arrays, glue_task.evaluate_arrays("sst-2", arrays))
+    (padded_lengths, padded, padded_metrics) = results[None]
+    (bucket_lengths, bucketed, bucketed_metrics) = results[BUCKETS]
+    assert padded_lengths == {SEQ} and max(bucket_lengths) < SEQ
+    np.testing.assert_allclose(bucketed["logits"], padded["logits"], atol=1e-5)
+    np.testing.assert_array_equal(bucketed["predictions"], padded["predictions"])
+    assert bucketed_metrics == pytest.approx(padded_metrics, abs=1e-6)
+    assert len(padded["logits"]) == len(examples)
+
+
+def test_race_bucketed_predictions_equal_padded(tmp_path, spm_model_file):
+    """Articles of the fixtures take about 100 pieces: padded to 256, cut to 128."""
+    seq = 256
+    config = AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=4, intermediate_size=37, max_position_embeddings=seq)
+    race_fixtures.write_all_txt(tmp_path, "dev", race_fixtures.make_articles(3, seed=4))
+    settings = prepare.CacheSettings(str(tmp_path), reader.LEVELS, seq, 12, True,
+                                     spm_model_file=spm_model_file, default_dir=str(tmp_path))
+    path = prepare.prepare_split(settings, "dev")
+    strategy = tf.distribute.get_strategy()
+    padded_task = race_task.RaceTask(config, seq)
+    bucketed_task = race_task.RaceTask(config, seq, length_buckets=(16, 32, 64, 128, 256))
+    model = padded_task.build_model(strategy)
+    shapes = {tuple(batch["input_ids"].shape) for batch in bucketed_task.dataset_of(path, 4)}
+    assert all(shape[-1] < seq for shape in shapes), shapes
+    padded = race_task.Predictor(padded_task, model, strategy)(path, batch_size=4)
+    bucketed = race_task.Predictor(bucketed_task, model, strategy)(path, batch_size=4)
+    np.testing.assert_allclose(bucketed["logits"], padded["logits"], atol=1e-5)
+    np.testing.assert_array_equal(bucketed["predictions"], padded["predictions"])
+    np.testing.assert_array_equal(bucketed["label_ids"], padded["label_ids"])
