@@ -23,11 +23,12 @@ def config():
 
 
 def _sst2_dev(glue_dir, real_data):
+    """40 real movie-review sentences of under 15 words: most batches fit 16 or 32 of 64."""
     lines = ["sentence\tlabel"]
     with open(real_data["movie_reviews"], encoding="utf-8") as reader_:
         for number, line in enumerate(reader_):
             fields = line.rstrip("\n").split("\t")
-            if len(fields) >= 3 and number % 97 == 0:
+            if len(fields) >= 3 and number % 17 == 0 and len(fields[-1].split()) < 15:
                 lines.append(f"{fields[-1]}\t{int(float(fields[1]) > 0)}")
             if len(lines) > 40:
                 break
@@ -53,7 +54,7 @@ def test_glue_bucketed_predictions_equal_padded(tmp_path, config, spm_model_file
         results[buckets] = (lengths, arrays, glue_task.evaluate_arrays("sst-2", arrays))
     (padded_lengths, padded, padded_metrics) = results[None]
     (bucket_lengths, bucketed, bucketed_metrics) = results[BUCKETS]
-    assert padded_lengths == {SEQ} and max(bucket_lengths) < SEQ
+    assert padded_lengths == {SEQ} and min(bucket_lengths) <= 32 and bucket_lengths <= set(BUCKETS)
     np.testing.assert_allclose(bucketed["logits"], padded["logits"], atol=1e-5)
     np.testing.assert_array_equal(bucketed["predictions"], padded["predictions"])
     assert bucketed_metrics == pytest.approx(padded_metrics, abs=1e-6)
