@@ -556,6 +556,23 @@ def test_scripts_refuse_bad_input_with_one_line(tmp_path, spm_model_file):
           f"--output_dir={tmp_path / 'c'}", "--do_train", "--allow_random_init"), 2,
          r"typo.json: unknown field 'hiden_size'; did you mean 'hidden_size'"),
     ]
+    for name in ("other-c", "other-r", "other-s"):  # each holds a run of a wider model
+        _config_file(tmp_path / name, hidden_size=64)
+    fine_tuning = [f"--albert_config_file={config}", f"--spm_model_file={spm_model_file}",
+                   "--do_train", "--allow_random_init", "--max_seq_length=32"]
+    squad_train = _write(tmp_path / "squad.json", json.dumps({"data": []}))
+    cases += [
+        (("run_classifier.py", "--task_name=sst-2", f"--data_dir={tmp_path}", *fine_tuning,
+          f"--output_dir={tmp_path / 'other-c'}"), 2,
+         r"other-c/albert_config.json: the output directory holds a run of another model "
+         r"config \(differs in hidden_size\)"),
+        (("run_race.py", f"--data_dir={tmp_path}", *fine_tuning,
+          f"--output_dir={tmp_path / 'other-r'}"), 2,
+         r"other-r/albert_config.json: the output directory holds a run of another model"),
+        (("run_squad.py", f"--train_file={squad_train}", *fine_tuning,
+          f"--output_dir={tmp_path / 'other-s'}"), 2,
+         r"other-s/albert_config.json: the output directory holds a run of another model"),
+    ]
     with output_lock.hold(str(locked), "train"):
         good_records = _records(tmp_path / "good.tfrecord", count=8)
         cases.append((("run_pretraining.py", *pretraining, f"--input_file={good_records}",
@@ -578,6 +595,8 @@ def test_scripts_refuse_bad_input_with_one_line(tmp_path, spm_model_file):
             if status == 2:
                 assert "Traceback" not in stderr
                 assert last[-1].startswith(f"{args[0]}: error: "), last
+    for name in ("other-c", "other-r", "other-s"):
+        assert json.loads((tmp_path / name / "albert_config.json").read_text())["hidden_size"] == 64
     for directory in ("p1", "p2", "p3", "v", "d", "c"):
         leftovers = [p for p in _left_behind(tmp_path / directory)
                      if not os.path.basename(p).startswith(("albert_config", "cached_"))]

@@ -22,7 +22,7 @@ from typing import List, Union
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import cli, io_utils
+from albert_tf import cli, io_utils, progress
 
 REGRESSION_TASKS = ("sts-b",)
 _LOGGED_EXAMPLES = 5
@@ -106,7 +106,9 @@ def write_records(examples, label_list, max_seq_length, tokenizer, output_file, 
     regression = is_regression(task_name)
     with io_utils.atomic_path(output_file) as temp:
         with tf.io.TFRecordWriter(temp) as writer:
-            for index, example in enumerate(examples):
+            converting = progress.track(examples, f"Converting {task_name} examples to "
+                                        f"{os.path.basename(output_file)}", len(examples))
+            for index, example in enumerate(converting):
                 feature = convert_single_example(index, example, label_list, max_seq_length,
                                                  tokenizer, task_name)
                 writer.write(features_to_tf_example(feature, regression).SerializeToString())

@@ -113,7 +113,7 @@ class ClassifierJob:
         step = trainer.checkpoints.restore_model(checkpoint_path)
         dataset = trainer.task.eval_dataset(None, batch_size)
         arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
-                                          trainer.strategy)
+                                          trainer.strategy, what=f"Evaluating {checkpoint_path}")
         results = glue_task.evaluate_arrays(self.task_name, arrays)
         results["global_step"] = step
         trainer.write_eval_summaries(results)
@@ -138,7 +138,7 @@ class ClassifierJob:
                                   is_training=False),
             self.length_buckets, self.max_seq_length)
         arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
-                                          trainer.strategy)
+                                          trainer.strategy, what=f"Predicting {predict_file}")
         if len(arrays["predictions"]) != len(examples):
             raise RuntimeError(f"{predict_file}: {len(arrays['predictions'])} predictions for "
                                f"{len(examples)} examples; delete the stale cache file")

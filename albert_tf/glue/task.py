@@ -12,12 +12,12 @@ prediction at once.
 """
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from albert_tf.glue import features, metrics
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets as length_buckets_lib
+from albert_tf.training import prediction
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
@@ -108,14 +108,12 @@ class ClassifierTask(task_lib.Task):
             metrics_["accuracy"].update_state(features_["label_ids"], outputs["logits"])
 
 
-def predict_arrays(model, dataset, regression, strategy=None):
+def predict_arrays(model, dataset, regression, strategy=None, what="Predicting"):
     """Runs `model` over a finite dataset of global batches, in order.
 
     Returns numpy `logits`, `probabilities`, `predictions`, `label_ids`, `is_real_example` and
     `per_example_loss`. Each batch is split over the strategy's replicas and gathered back.
     """
-    strategy = strategy or tf.distribute.get_strategy()
-
     def replica_step(batch):
         logits = tf.cast(model(batch, training=False)["logits"], tf.float32)
         outputs = outputs_from_logits(logits, regression)
@@ -125,18 +123,7 @@ def predict_arrays(model, dataset, regression, strategy=None):
         outputs["is_real_example"] = batch["is_real_example"]
         return outputs
 
-    @tf.function(reduce_retracing=True)
-    def step(batch):
-        outputs = strategy.run(replica_step, args=(batch,))
-        return tf.nest.map_structure(lambda value: strategy.gather(value, axis=0), outputs)
-
-    collected = {}
-    for batch in strategy.experimental_distribute_dataset(dataset):
-        for name, value in step(batch).items():
-            collected.setdefault(name, []).append(value.numpy())
-    if not collected:
-        raise ValueError("the evaluation dataset is empty")
-    return {name: np.concatenate(values, axis=0) for name, values in collected.items()}
+    return prediction.predict(strategy, replica_step, dataset=dataset, what=what)
 
 
 def evaluate_arrays(task_name, arrays):

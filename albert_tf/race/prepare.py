@@ -12,7 +12,7 @@ import random
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import cli, tokenization
+from albert_tf import cli, progress, tokenization
 from albert_tf.race import cache, examples, features, reader
 
 TRAIN_SHUFFLE_SEED = 12345
@@ -56,7 +56,10 @@ def prepare_split(settings, split, requested_path=None):
         random.Random(TRAIN_SHUFFLE_SEED).shuffle(articles)
     converter = features.FeatureConverter(
         tokenizer, settings.max_seq_length, settings.max_qa_length)
-    count = cache.write((converter.convert(example) for article in articles
-                         for example in examples.article_examples(article, normalize)), path)
+    questions = [example for article in articles
+                 for example in examples.article_examples(article, normalize)]
+    converting = progress.track(questions, f"RACE {split}: converting questions", len(questions),
+                                unit="questions")
+    count = cache.write((converter.convert(example) for example in converting), path)
     logging.info("RACE %s: wrote %d questions to %s", split, count, path)
     return path

@@ -14,6 +14,7 @@ import tensorflow as tf
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import cache, reader
 from albert_tf.training import length_buckets as length_buckets_lib
+from albert_tf.training import prediction
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
@@ -155,16 +156,12 @@ class Predictor:
 
     def __init__(self, task, model, strategy):
         self.task, self.model, self.strategy = task, model, strategy
-        self._step = tf.function(self._distributed_step)
 
-    def _distributed_step(self, batch):
-        def replica_fn(batch):
-            outputs = self.task.call_model(self.model, batch, training=False)
-            return {"logits": tf.cast(outputs["logits"], tf.float32),
-                    "record_index": batch["record_index"], "label_ids": batch["label_ids"],
-                    "level_ids": batch["level_ids"]}
-        outputs = self.strategy.run(replica_fn, args=(batch,))
-        return {name: self.strategy.gather(value, axis=0) for name, value in outputs.items()}
+    def _replica_fn(self, batch):
+        outputs = self.task.call_model(self.model, batch, training=False)
+        return {"logits": tf.cast(outputs["logits"], tf.float32),
+                "record_index": batch["record_index"], "label_ids": batch["label_ids"],
+                "level_ids": batch["level_ids"]}
 
     def __call__(self, path, batch_size):
         """Numpy arrays in record order: `logits`, `probabilities` [N, 4], `predictions`,
@@ -173,16 +170,8 @@ class Predictor:
             per_replica = input_context.get_per_replica_batch_size(batch_size)
             return self.task.dataset_of(path, per_replica, input_context, with_index=True)
 
-        collected = {}
-        for batch in self.strategy.distribute_datasets_from_function(dataset_fn):
-            for name, value in self._step(batch).items():
-                collected.setdefault(name, []).append(value.numpy())
-        if not collected:
-            raise ValueError(f"{path}: no records to predict")
-        arrays = {name: np.concatenate(values, axis=0) for name, values in collected.items()}
-        real = arrays["record_index"] >= 0
-        order = np.argsort(arrays["record_index"][real], kind="stable")
-        arrays = {name: value[real][order] for name, value in arrays.items()}
+        arrays = prediction.predict(self.strategy, self._replica_fn, dataset_fn=dataset_fn,
+                                    order_key="record_index", what=f"Scoring {path}")
         logits = arrays["logits"]
         shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
         arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)

@@ -97,6 +97,8 @@ def main(_):
     job.check_init_checkpoint(init_checkpoint, FLAGS.allow_random_init, FLAGS.do_train)
     if FLAGS.do_train or FLAGS.do_eval:
         output_lock.check_writable(FLAGS.output_dir, "--output_dir")
+    if FLAGS.do_train:
+        albert_config.write_beside(FLAGS.output_dir)
     config = training_flags.training_config_from_flags(
         FLAGS, num_train_steps=FLAGS.train_step, num_warmup_steps=FLAGS.warmup_step,
         init_checkpoint=init_checkpoint)

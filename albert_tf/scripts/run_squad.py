@@ -86,6 +86,7 @@ def define_flags(flag_values=FLAGS):
         train_batch_size=32, learning_rate=5e-5, optimizer="adamw", save_checkpoints_steps=1000,
         iterations_per_loop=1000, do_train=False, flag_values=flag_values)
     training_flags.define_evaluation_flags(flag_values=flag_values)
+    training_flags.define_length_bucket_flag(flag_values)
     for name in ("albert_config_file", "spm_model_file"):
         flags.mark_flag_as_required(name, flag_values=flag_values)
 

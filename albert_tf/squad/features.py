@@ -13,7 +13,7 @@ import dataclasses
 
 from absl import logging
 
-from albert_tf import cli, tokenization
+from albert_tf import cli, progress, tokenization
 from albert_tf.squad import alignment
 
 FIRST_UNIQUE_ID = 1000000000
@@ -109,7 +109,9 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     report, features = FeatureReport(num_examples=len(examples)), []
     unique_id = FIRST_UNIQUE_ID
 
-    for example_index, example in enumerate(examples):
+    converting = progress.track(examples, "SQuAD: converting questions to features",
+                                len(examples), unit="questions")
+    for example_index, example in enumerate(converting):
         query_ids = tokenization.encode_ids(
             sp_model, tokenization.preprocess_text(example.question_text, lower=do_lower_case))
         if len(query_ids) > max_query_length:

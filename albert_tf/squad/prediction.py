@@ -20,8 +20,12 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.squad import evaluation, postprocess, records
+from albert_tf.training import length_buckets as length_buckets_lib
+from albert_tf.training import prediction
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "p_mask")
+RAW_OUTPUTS = ("start_logits", "end_logits", "start_top_log_probs", "start_top_index",
+               "end_top_log_probs", "end_top_index", "cls_logits")
 TUNED_ON_PREDICT_SET = "predict_file (tuned on the evaluated set, not held out)"
 
 
@@ -30,40 +34,46 @@ class SquadEvaluator:
 
     def __init__(self, predict_set, version_2_with_negative, max_seq_length, batch_size,
                  n_best_size=20, max_answer_length=30, start_n_top=5, end_n_top=5,
-                 threshold_set=None, fixed_threshold=None):
+                 threshold_set=None, fixed_threshold=None, strategy=None, length_buckets=None):
+        """`strategy`: the model's (each batch is split over its replicas); `length_buckets`:
+        trim batches to a bucket length (`training.length_buckets`; v2 only, whose heads mask
+        padding out, so the results are those of the padded batches)."""
         self.predict_set, self.threshold_set = predict_set, threshold_set
         self.version_2 = version_2_with_negative
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
         self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.fixed_threshold = fixed_threshold
-        self._model, self._step = None, None
-
-    def _step_fn(self, model):
-        if model is not self._model:
-            self._model = model
-            self._step = tf.function(
-                lambda batch: model({k: batch[k] for k in MODEL_INPUTS}, training=False),
-                reduce_retracing=True)
-        return self._step
+        self.strategy = strategy
+        if length_buckets is not None and not version_2_with_negative:
+            raise ValueError("length buckets need SQuAD v2's masked heads")
+        self.length_buckets = length_buckets
 
     def raw_results(self, model, predict_set):
         """RawResultV1/V2 for every window of `predict_set`, in record order."""
-        step = self._step_fn(model)
-        dataset = records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
-                                           False).batch(self.batch_size)
+        dataset = length_buckets_lib.trim_dataset(
+            records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
+                                     False).batch(self.batch_size),
+            self.length_buckets, self.max_seq_length)
+
+        def replica_fn(batch):
+            outputs = model({k: batch[k] for k in MODEL_INPUTS}, training=False)
+            outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v
+                       for k, v in outputs.items() if k in RAW_OUTPUTS}
+            return dict(outputs, unique_ids=batch["unique_ids"])
+
+        outputs = prediction.predict(self.strategy, replica_fn, dataset=dataset,
+                                     what=f"Predicting {predict_set.input_file}")
         results = []
-        for batch in dataset:
-            outputs = {k: np.asarray(v) for k, v in step(batch).items()}
-            for i, unique_id in enumerate(batch["unique_ids"].numpy()):
-                if self.version_2:
-                    results.append(postprocess.RawResultV2(
-                        int(unique_id), outputs["start_top_log_probs"][i],
-                        outputs["start_top_index"][i], outputs["end_top_log_probs"][i],
-                        outputs["end_top_index"][i], float(outputs["cls_logits"][i])))
-                else:
-                    results.append(postprocess.RawResultV1(
-                        int(unique_id), outputs["start_logits"][i], outputs["end_logits"][i]))
+        for i, unique_id in enumerate(outputs["unique_ids"]):
+            if self.version_2:
+                results.append(postprocess.RawResultV2(
+                    int(unique_id), outputs["start_top_log_probs"][i],
+                    outputs["start_top_index"][i], outputs["end_top_log_probs"][i],
+                    outputs["end_top_index"][i], float(outputs["cls_logits"][i])))
+            else:
+                results.append(postprocess.RawResultV1(
+                    int(unique_id), outputs["start_logits"][i], outputs["end_logits"][i]))
         return results
 
     def _predict_v2(self, model, predict_set):

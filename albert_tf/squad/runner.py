@@ -23,6 +23,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.squad import data, prediction
 from albert_tf.squad import task as squad_task
 from albert_tf.training import evaluation, loop
+from albert_tf.training import flags as training_flags
 
 
 @dataclasses.dataclass
@@ -59,6 +60,7 @@ class SquadRun:
     init_checkpoint: str = None
     allow_random_init: bool = False
     eval_timeout_secs: float = 7200.0
+    length_buckets: str = "auto"
 
     def validate(self, albert_config):
         if not (self.do_train or self.do_predict):
@@ -115,6 +117,8 @@ def run(options, strategy, training_config):
     albert_config.check_vocabulary(len(tokenizer.vocab), options.spm_model_file,
                                    options.albert_config_file)
     tf.io.gfile.makedirs(options.output_dir)
+    if options.do_train:
+        albert_config.write_beside(options.output_dir)
 
     train_records, total_steps = None, None
     if options.do_train:
@@ -133,23 +137,39 @@ def run(options, strategy, training_config):
                              f"{training_config.train_batch_size} gives no training step")
         logging.info("num_train_steps = %d (%d examples)", total_steps, num_examples)
 
+    buckets = _length_buckets(options, strategy)
     task = squad_task.SquadTask(
         albert_config, options.version_2_with_negative, options.max_seq_length,
         train_records.record_file if train_records else None, options.start_n_top,
-        options.end_n_top, options.dropout_prob, options.use_einsum)
+        options.end_n_top, options.dropout_prob, options.use_einsum, buckets)
     config = dataclasses.replace(
         training_config, output_dir=options.output_dir, init_checkpoint=options.init_checkpoint,
         num_train_steps=total_steps or 1,
         num_warmup_steps=int((total_steps or 0) * options.warmup_proportion))
     trainer = loop.Trainer(task, strategy, config)
-    if options.do_train:
-        trainer.train()
     if not options.do_predict:
+        trainer.train()
         return None
-    return evaluate_checkpoints(trainer, _evaluator(options, tokenizer), options, total_steps)
+    return evaluate_checkpoints(trainer, _evaluator(options, tokenizer, strategy, buckets),
+                                options, total_steps)
 
 
-def _evaluator(options, tokenizer):
+def _length_buckets(options, strategy):
+    """v2 trims batches to a bucket length (`training.length_buckets`); v1 pads fully: its
+    heads score padding positions as the original's did, so trimming would change its loss
+    and n-best lists."""
+    if options.version_2_with_negative:
+        return training_flags.resolve_length_buckets(options.length_buckets,
+                                                     options.max_seq_length, strategy)
+    if options.length_buckets.strip().lower() not in ("auto", "off", "none", "false", "0"):
+        raise cli.UserInputError(
+            f"--length_buckets={options.length_buckets}: SQuAD v1.1's heads score padding "
+            "positions (as the original's), so trimmed batches would change its loss and "
+            "answers; length buckets need --version_2_with_negative")
+    return None
+
+
+def _evaluator(options, tokenizer, strategy, buckets):
     def prepare(input_file, name, record_flag=None, side_flag=None):
         return data.prepare_predict_set(
             input_file, tokenizer, options.spm_model_file, options.feature_options,
@@ -163,14 +183,16 @@ def _evaluator(options, tokenizer):
         predict_set, options.version_2_with_negative, options.max_seq_length,
         options.predict_batch_size, options.n_best_size, options.max_answer_length,
         options.start_n_top, options.end_n_top, threshold_set,
-        options.null_score_diff_threshold)
+        options.null_score_diff_threshold, strategy, buckets)
 
 
 def evaluate_checkpoints(trainer, evaluator, options, last_step):
     """Scores every `model.ckpt-<step>` up to `last_step`, keeps the best, re-predicts with it.
 
-    `last_step` None (no train file): the checkpoints present now. No checkpoint at all: the
-    `--init_checkpoint` itself (a fine-tuned SQuAD checkpoint) is scored once.
+    With --do_train, each checkpoint is scored as soon as it is saved, before the trainer's
+    `keep_checkpoint_max` pruning can remove it. `last_step` None (no train file): the
+    checkpoints present now. No checkpoint at all: the `--init_checkpoint` itself (a fine-tuned
+    SQuAD checkpoint) is scored once.
     """
     output_dir = options.output_dir
     results_path = os.path.join(output_dir, "eval_results.txt")
@@ -183,24 +205,23 @@ def evaluate_checkpoints(trainer, evaluator, options, last_step):
              if isinstance(v, (int, float))})
         return results
 
-    existing = evaluation.list_checkpoints(output_dir)
     if not evaluator.is_labelled:
-        return _predict_unlabelled(trainer, evaluator, options, existing)
-    if last_step is None and not existing:
-        if not options.init_checkpoint:
-            raise cli.UserInputError(f"--do_predict: no model.ckpt-<step> in {output_dir} and no "
-                             "--init_checkpoint to predict with")
-        results = evaluate(options.init_checkpoint)
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        io_utils.append_text(results_path, "\n".join(
-            [f"checkpoint = {options.init_checkpoint}"] + lines) + "\n")
-        return results
-    if last_step is None:
-        last_step = existing[-1][0]
-    evaluator_loop = evaluation.CheckpointEvaluator(
-        output_dir, evaluate, "f1", higher_is_better=True, last_step=last_step,
-        timeout_seconds=options.eval_timeout_secs)
-    summary = evaluator_loop.run()
+        if options.do_train:
+            trainer.train()
+        return _predict_unlabelled(trainer, evaluator, options,
+                                   evaluation.list_checkpoints(output_dir))
+    if options.do_train:
+        summary = evaluation.train_and_evaluate(
+            trainer, output_dir, evaluate, do_train=True, do_eval=True,
+            eval_timeout_secs=options.eval_timeout_secs, poll_seconds=1.0)
+    else:
+        existing = evaluation.list_checkpoints(output_dir)
+        if last_step is None and not existing:
+            return _evaluate_init_checkpoint(evaluate, options)
+        summary = evaluation.CheckpointEvaluator(
+            output_dir, evaluate, "f1", higher_is_better=True,
+            last_step=existing[-1][0] if last_step is None else last_step,
+            timeout_seconds=options.eval_timeout_secs).run()
     best = os.path.join(output_dir, checkpoints.BEST_CHECKPOINT_NAME)
     if not tf.io.gfile.exists(best + ".index"):
         logging.warning("No checkpoint was evaluated in %s", output_dir)
@@ -209,6 +230,18 @@ def evaluate_checkpoints(trainer, evaluator, options, last_step):
     lines = [f"{key} = {results[key]}" for key in sorted(results)]
     io_utils.append_text(results_path, "\n".join(
         lines + [f"best perf happened at step: {summary['best_step']}"]) + "\n")
+    return results
+
+
+def _evaluate_init_checkpoint(evaluate, options):
+    """No checkpoint in --output_dir: scores --init_checkpoint (a fine-tuned SQuAD one) once."""
+    if not options.init_checkpoint:
+        raise cli.UserInputError(f"--do_predict: no model.ckpt-<step> in {options.output_dir} "
+                                 "and no --init_checkpoint to predict with")
+    results = evaluate(options.init_checkpoint)
+    lines = [f"{key} = {results[key]}" for key in sorted(results)]
+    io_utils.append_text(os.path.join(options.output_dir, "eval_results.txt"), "\n".join(
+        [f"checkpoint = {options.init_checkpoint}"] + lines) + "\n")
     return results
 
 

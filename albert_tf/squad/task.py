@@ -7,6 +7,7 @@ and running the official scoring (`squad.prediction.SquadEvaluator`), so the tas
 
 from albert_tf.modeling import squad_heads
 from albert_tf.squad import records
+from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
@@ -21,7 +22,11 @@ class SquadTask(task_lib.Task):
 
     def __init__(self, albert_config, version_2_with_negative, max_seq_length,
                  train_record_file=None, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_einsum=True):
+                 use_einsum=True, length_buckets=None):
+        """`length_buckets`: trim training batches to a bucket length (v2 only: its heads mask
+        padding out of every softmax, so the loss is the padded batch's)."""
+        if length_buckets is not None and not version_2_with_negative:
+            raise ValueError("length buckets need SQuAD v2's masked heads")
         self.albert_config = albert_config
         self.version_2_with_negative = version_2_with_negative
         self.max_seq_length = max_seq_length
@@ -29,6 +34,7 @@ class SquadTask(task_lib.Task):
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.dropout_prob = dropout_prob
         self.use_einsum = use_einsum
+        self.length_buckets = length_buckets
 
     def build_model(self, strategy):
         return squad_heads.build_squad_model(
@@ -43,8 +49,9 @@ class SquadTask(task_lib.Task):
         if input_context is not None and input_context.num_input_pipelines > 1:
             dataset = dataset.shard(input_context.num_input_pipelines,
                                     input_context.input_pipeline_id)
-        return (dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER)
-                .batch(batch_size, drop_remainder=True))
+        return length_buckets_lib.trim_dataset(
+            dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER).batch(batch_size, drop_remainder=True),
+            self.length_buckets, self.max_seq_length)
 
     def per_example_loss(self, features, outputs):
         if self.version_2_with_negative:

@@ -141,9 +141,15 @@ def define_length_bucket_flag(flag_values=flags.FLAGS):
 
 def length_buckets_from_flags(flag_values, strategy):
     """The bucket lengths --length_buckets asks for under `strategy` (None: pad fully)."""
-    if flag_values.length_buckets.strip().lower() == "auto" and strategy_lib.is_tpu(strategy):
+    return resolve_length_buckets(flag_values.length_buckets, flag_values.max_seq_length,
+                                  strategy)
+
+
+def resolve_length_buckets(text, max_seq_length, strategy):
+    """A --length_buckets value under `strategy`: `auto` is off on TPU (fixed shapes)."""
+    if text.strip().lower() == "auto" and strategy_lib.is_tpu(strategy):
         return None
-    return length_buckets.parse_buckets(flag_values.length_buckets, flag_values.max_seq_length)
+    return length_buckets.parse_buckets(text, max_seq_length)
 
 
 def must_be_positive(name, flag_values=flags.FLAGS):

@@ -35,7 +35,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from albert_tf import cli, io_utils, optimization, output_lock
-from albert_tf.training import checkpointing, strategy as strategy_lib
+from albert_tf.training import checkpointing, prediction, strategy as strategy_lib
 
 PRECISION_POLICIES = {
     "float32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
@@ -365,6 +365,14 @@ class Trainer:
         results["loss"] = float(np.mean(losses))
         results["global_step"] = self.global_step
         return results
+
+    def predict(self, outputs_fn, dataset=None, dataset_fn=None, order_key=None,
+                what="Predicting"):
+        """Every row of `outputs_fn(model, batch)` over a finite set, in input order (see
+        `training.prediction.predict`): the model under this trainer's strategy, float32."""
+        return prediction.predict(
+            self.strategy, lambda batch: _as_float32(outputs_fn(self.model, batch)),
+            dataset=dataset, dataset_fn=dataset_fn, order_key=order_key, what=what)
 
     def write_eval_summaries(self, results):
         """Eval scalars to `output_dir/eval` (TensorBoard), as the original estimator."""
