@@ -18,6 +18,7 @@ from albert_tf.scripts import run_squad
 from albert_tf.config import AlbertConfig
 from albert_tf.export import squad as squad_export
 from albert_tf.squad import prediction, records
+from albert_tf.training import evaluation
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 64
@@ -155,7 +156,9 @@ def ask(loaded, version_2):
 def test_v2_learns_answerable_and_unanswerable_questions_and_exports(files, tmp_path):
     keras.utils.set_random_seed(1)
     out = str(tmp_path / "v2")
-    results = run(files, out, *train_args(files, True), f"--export_dir={out}/export")
+    # Only one checkpoint is kept on disk: each is scored as it is saved, before pruning.
+    results = run(files, out, *train_args(files, True), f"--export_dir={out}/export",
+                  "--keep_checkpoint_max=1")
     # 9 examples × 400 epochs / batch 8 = 450 steps, checkpoints at 150, 300, 450.
     assert results["exact"] >= 90 and results["f1"] >= 90
     assert results["HasAns_exact"] >= 90 and results["NoAns_exact"] >= 90
@@ -177,6 +180,7 @@ def test_v2_learns_answerable_and_unanswerable_questions_and_exports(files, tmp_
              if line.startswith("global_step =")]
     best_step = int(open(os.path.join(out, "best_trial.txt")).read().split(":")[1])
     assert steps == [150, 300, 450, best_step]  # every checkpoint, then the best once more
+    assert [step for step, _ in evaluation.list_checkpoints(out)] == [450]
     assert f"best perf happened at step: {best_step}" in text
     assert text.count("null_threshold_chosen_on = predict_file (tuned on the evaluated set, "
                       "not held out)") == 4

@@ -230,6 +230,8 @@ def evaluate_checkpoints(trainer, evaluator, options, last_step):
     lines = [f"{key} = {results[key]}" for key in sorted(results)]
     io_utils.append_text(results_path, "\n".join(
         lines + [f"best perf happened at step: {summary['best_step']}"]) + "\n")
+    logging.info("%s with model.ckpt-best (step %s): %s", options.predict_file,
+                 summary["best_step"], ", ".join(lines))
     return results
 
 
@@ -242,6 +244,8 @@ def _evaluate_init_checkpoint(evaluate, options):
     lines = [f"{key} = {results[key]}" for key in sorted(results)]
     io_utils.append_text(os.path.join(options.output_dir, "eval_results.txt"), "\n".join(
         [f"checkpoint = {options.init_checkpoint}"] + lines) + "\n")
+    logging.info("%s with %s: %s", options.predict_file, options.init_checkpoint,
+                 ", ".join(lines))
     return results
 
 

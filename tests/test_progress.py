@@ -1,0 +1,90 @@
+"""Long work logs its progress: count, rate and ETA at a steady interval, and a last line."""
+
+import logging
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf import progress, tokenization
+from albert_tf.glue import features as glue_features
+from albert_tf.glue.processors import InputExample
+from albert_tf.squad import features as squad_features
+from albert_tf.squad import reading
+from albert_tf.training import prediction
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_lines_give_count_rate_and_eta_at_the_interval(caplog):
+    caplog.set_level(logging.INFO)
+    clock = _Clock()
+    log = progress.ProgressLog("Converting", total=1000, unit="examples", interval_seconds=10,
+                               clock=clock)
+    clock.now += 4
+    log.advance(100)  # before the interval: quiet
+    assert caplog.messages == []
+    clock.now += 6
+    log.advance(150)  # 250 in 10 s: 25/s, 750 left: 30 s
+    assert caplog.messages == ["Converting: 250/1,000 examples (25%), 25.0 examples/s, "
+                               "ETA 0:00:30"]
+    clock.now += 5
+    log.advance(250)
+    assert len(caplog.messages) == 1  # 5 s since the last line
+    log.finish()
+    assert caplog.messages[-1] == "Converting: done, 500 examples in 0:00:15 (33.3 examples/s)"
+
+
+def test_without_a_total_lines_give_count_and_rate():
+    clock = _Clock()
+    log = progress.ProgressLog("Reading", unit="lines", clock=clock)
+    clock.now += 2
+    log.advance(7)
+    assert log.line() == "Reading: 7 lines, 3.5 lines/s"
+
+
+def test_glue_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
+    caplog.set_level(logging.INFO)
+    tokenizer = tokenization.FullTokenizer(None, True, spm_model_file)
+    examples = [InputExample(f"train-{i}", "a fine film", None, "1") for i in range(7)]
+    path = str(tmp_path / "train.tf_record")
+    glue_features.write_records(examples, ["0", "1"], 16, tokenizer, path, "sst-2")
+    assert any(m.startswith("Converting sst-2 examples to train.tf_record: done, 7 examples in ")
+               for m in caplog.messages), caplog.messages
+
+
+def test_squad_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
+    caplog.set_level(logging.INFO)
+    squad_file = tmp_path / "squad.json"
+    squad_file.write_text('{"data": [{"title": "t", "paragraphs": [{"context": "The library '
+                          'opened in 1901.", "qas": [{"id": "q1", "question": "When did it '
+                          'open?", "answers": [{"text": "1901", "answer_start": 23}]}]}]}]}')
+    examples, _ = reading.read_squad_examples(str(squad_file), is_training=False)
+    tokenizer = tokenization.FullTokenizer(None, True, spm_model_file)
+    squad_features.convert_examples_to_features(examples, tokenizer, 64, 32, 16, False, True)
+    assert any(m.startswith("SQuAD: converting questions to features: done, 1 questions in ")
+               for m in caplog.messages), caplog.messages
+
+
+def test_prediction_logs_batches_and_keeps_the_order(caplog):
+    caplog.set_level(logging.INFO)
+    dataset = tf.data.Dataset.range(10).batch(4).map(lambda ids: {"ids": ids})
+    arrays = prediction.predict(None, lambda batch: {"double": batch["ids"] * 2},
+                                dataset=dataset, what="Scoring dev")
+    np.testing.assert_array_equal(arrays["double"], np.arange(10) * 2)
+    assert any(m.startswith("Scoring dev: done, 3 batches in ") for m in caplog.messages)
+
+
+def test_prediction_sorts_by_position_and_drops_padding_rows():
+    def dataset_fn(input_context):
+        del input_context
+        rows = {"position": [2, 0, -1, 1], "value": [20, 0, 99, 10]}
+        return tf.data.Dataset.from_tensor_slices(rows).batch(2)
+    arrays = prediction.predict(None, lambda batch: dict(batch), dataset_fn=dataset_fn,
+                                order_key="position")
+    np.testing.assert_array_equal(arrays["value"], [0, 10, 20])
