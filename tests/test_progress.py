@@ -2,7 +2,9 @@
 
 import logging
 
+from absl import logging as absl_logging
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from albert_tf import progress, tokenization
@@ -11,6 +13,27 @@ from albert_tf.glue.processors import InputExample
 from albert_tf.squad import features as squad_features
 from albert_tf.squad import reading
 from albert_tf.training import prediction
+
+
+class _Messages(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def caplog():
+    """The absl logger's INFO lines, whatever verbosity or handlers earlier tests left."""
+    logger = absl_logging.get_absl_logger()
+    handler, level = _Messages(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
 
 
 class _Clock:
@@ -22,7 +45,6 @@ class _Clock:
 
 
 def test_lines_give_count_rate_and_eta_at_the_interval(caplog):
-    caplog.set_level(logging.INFO)
     clock = _Clock()
     log = progress.ProgressLog("Converting", total=1000, unit="examples", interval_seconds=10,
                                clock=clock)
@@ -49,7 +71,6 @@ def test_without_a_total_lines_give_count_and_rate():
 
 
 def test_glue_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
-    caplog.set_level(logging.INFO)
     tokenizer = tokenization.FullTokenizer(None, True, spm_model_file)
     examples = [InputExample(f"train-{i}", "a fine film", None, "1") for i in range(7)]
     path = str(tmp_path / "train.tf_record")
@@ -59,7 +80,6 @@ def test_glue_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
 
 
 def test_squad_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
-    caplog.set_level(logging.INFO)
     squad_file = tmp_path / "squad.json"
     squad_file.write_text('{"data": [{"title": "t", "paragraphs": [{"context": "The library '
                           'opened in 1901.", "qas": [{"id": "q1", "question": "When did it '
@@ -72,7 +92,6 @@ def test_squad_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
 
 
 def test_prediction_logs_batches_and_keeps_the_order(caplog):
-    caplog.set_level(logging.INFO)
     dataset = tf.data.Dataset.range(10).batch(4).map(lambda ids: {"ids": ids})
     arrays = prediction.predict(None, lambda batch: {"double": batch["ids"] * 2},
                                 dataset=dataset, what="Scoring dev")
