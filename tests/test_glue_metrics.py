@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sk
 
-from albert_tf.glue import metrics
+from albert_tf.glue import features, metrics, processors
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -71,3 +71,20 @@ def test_glue_metric_names_per_task():
     assert results["eval_loss"] == pytest.approx(loss.mean())
     assert [metrics.selection_metric(t) for t in ("sts-b", "cola", "mnli")] == [
         "pearson", "matthew_corr", "eval_accuracy"]
+
+
+def test_a_new_task_is_scored_by_what_its_processor_declares(monkeypatch):
+    """Task identity lives on the processor: a new regression task gets regression metrics,
+    features and model selection without touching metrics or features."""
+    class SicknessProcessor(processors.StsbProcessor):
+        task_dir = "SICK-R"
+        metric_names = ("spearman", "MSE")
+        selection_metric = "spearman"
+    monkeypatch.setitem(processors.PROCESSORS, "sick-r", SicknessProcessor)
+    rng = np.random.default_rng(4)
+    labels = rng.random(40) * 5
+    results = metrics.glue_metrics("SICK-R", labels, labels + 0.1, rng.random(40))
+    assert list(results) == ["spearman", "MSE", "eval_loss"]
+    assert results["spearman"] == pytest.approx(1.0) and results["MSE"] == pytest.approx(0.01)
+    assert metrics.selection_metric("sick-r") == "spearman"
+    assert features.is_regression("sick-r") and not features.is_regression("sst-2")

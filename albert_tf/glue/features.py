@@ -23,13 +23,14 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import cli, io_utils, progress
+from albert_tf.glue import processors
 
-REGRESSION_TASKS = ("sts-b",)
 _LOGGED_EXAMPLES = 5
 
 
 def is_regression(task_name):
-    return task_name.lower() in REGRESSION_TASKS
+    """Whether the task's processor says it is a regression (one float label)."""
+    return processors.processor_class(task_name).is_regression
 
 
 @dataclasses.dataclass

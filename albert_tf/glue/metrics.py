@@ -9,7 +9,7 @@ on the concatenated predictions, so the figures are exact rather than streaming 
 
 import numpy as np
 
-F1_TASKS = ("mrpc", "qqp")
+from albert_tf.glue import processors
 
 
 def _weights(weights, size):
@@ -93,30 +93,16 @@ def mean_squared_error(labels, predictions, weights=None):
 
 
 def glue_metrics(task_name, labels, predictions, per_example_loss, weights=None):
-    """The metric dict of one evaluation: the original's names, plus `f1` / `spearman`."""
-    task = task_name.lower()
-    if task == "sts-b":
-        return {
-            "pearson": pearson(labels, predictions, weights),
-            "spearman": spearman(labels, predictions, weights),
-            "MSE": mean_squared_error(labels, predictions, weights),
-            "eval_loss": mean_loss(per_example_loss, weights),
-        }
-    results = {}
-    if task == "cola":
-        results["matthew_corr"] = matthews_corrcoef(labels, predictions, weights)
-    results["eval_accuracy"] = accuracy(labels, predictions, weights)
-    if task in F1_TASKS:
-        results["f1"] = f1_score(labels, predictions, weights)
+    """The metric dict of one evaluation: the task's `metric_names` (its processor says which,
+    in the original's order), then `eval_loss`."""
+    compute = {"eval_accuracy": accuracy, "f1": f1_score, "matthew_corr": matthews_corrcoef,
+               "pearson": pearson, "spearman": spearman, "MSE": mean_squared_error}
+    results = {name: compute[name](labels, predictions, weights)
+               for name in processors.processor_class(task_name).metric_names}
     results["eval_loss"] = mean_loss(per_example_loss, weights)
     return results
 
 
 def selection_metric(task_name):
     """The metric that picks `model.ckpt-best` (higher is better), as the original."""
-    task = task_name.lower()
-    if task == "sts-b":
-        return "pearson"
-    if task == "cola":
-        return "matthew_corr"
-    return "eval_accuracy"
+    return processors.processor_class(task_name).selection_metric

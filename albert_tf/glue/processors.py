@@ -45,6 +45,12 @@ class DataProcessor:
     dev_file = "dev.tsv"
     test_file = "test.tsv"
     labels = ()
+    # The task's identity beyond its files, in one place: a regression task (one float
+    # output, squared-error loss), the evaluation metrics in the original's order
+    # (`metrics.glue_metrics` adds eval_loss), and the one that picks model.ckpt-best.
+    is_regression = False
+    metric_names = ("eval_accuracy",)
+    selection_metric = "eval_accuracy"
 
     def __init__(self, use_spm=True, do_lower_case=True):
         self.use_spm = use_spm
@@ -53,10 +59,6 @@ class DataProcessor:
 
     def get_labels(self):
         return list(self.labels)
-
-    @property
-    def is_regression(self):
-        return False
 
     def get_train_examples(self, data_dir):
         return self._examples(data_dir, self.train_file, "train")
@@ -200,6 +202,7 @@ class MrpcProcessor(DataProcessor):
 
     task_dir = "MRPC"
     labels = _BINARY_LABELS
+    metric_names = ("eval_accuracy", "f1")
 
     def _create_example(self, row, split):
         if row.index == 0:
@@ -215,6 +218,8 @@ class ColaProcessor(DataProcessor):
 
     task_dir = "CoLA"
     labels = _BINARY_LABELS
+    metric_names = ("matthew_corr", "eval_accuracy")
+    selection_metric = "matthew_corr"
 
     def _create_example(self, row, split):
         if split == "test":
@@ -245,10 +250,9 @@ class StsbProcessor(DataProcessor):
 
     task_dir = "STS-B"
     labels = (None,)
-
-    @property
-    def is_regression(self):
-        return True
+    is_regression = True
+    metric_names = ("pearson", "spearman", "MSE")
+    selection_metric = "pearson"
 
     def _create_example(self, row, split):
         if row.index == 0:
@@ -269,6 +273,7 @@ class QqpProcessor(DataProcessor):
 
     task_dir = "QQP"
     labels = _BINARY_LABELS
+    metric_names = ("eval_accuracy", "f1")
 
     def _create_example(self, row, split):
         if row.index == 0:
@@ -329,10 +334,16 @@ PROCESSORS = {
 }
 
 
-def get_processor(task_name, use_spm=True, do_lower_case=True):
-    """The processor of `--task_name` (case-insensitive, as the original lower-cases it)."""
+def processor_class(task_name):
+    """The processor class of `--task_name` (case-insensitive, as the original lower-cases it):
+    its files, labels, regression or not, and metrics."""
     key = (task_name or "").lower()
     if key not in PROCESSORS:
         raise GlueDataError(f"--task_name={task_name!r} is not a GLUE task; valid names: "
                             f"{', '.join(sorted(PROCESSORS))}")
-    return PROCESSORS[key](use_spm=use_spm, do_lower_case=do_lower_case)
+    return PROCESSORS[key]
+
+
+def get_processor(task_name, use_spm=True, do_lower_case=True):
+    """The processor of `--task_name`, ready to read its files."""
+    return processor_class(task_name)(use_spm=use_spm, do_lower_case=do_lower_case)

@@ -1,0 +1,248 @@
+"""Paying only for real tokens: length buckets against Hugging Face's dynamic padding.
+
+ALBERT-base (v2 config), float32, real-length text, one invocation, round-robin.
+
+* Fine-tuning, single sentence: the movie-review sentences of `data/movie_reviews.tsv` (SST-2
+  style, label = score > 0), `--max_seq_length=128`, global batch 32, AdamW. Ours =
+  run_classifier's pipeline (GLUE records → `glue.task.ClassifierTask` → `training.loop.Trainer`)
+  with `--length_buckets=auto` and with `off` (the original's fixed length 128). Hugging Face =
+  `AlbertForSequenceClassification` + torch AdamW on the same examples in the same order, batched
+  by `DataCollatorWithPadding` (padding to each batch's longest row). One step of each in turn;
+  examples/s = examples / summed step time over the same batches.
+* SQuAD prediction: the windows of `data/squad_v1_excerpt.json` (repeated to `--squad_copies`
+  times the questions), `--max_seq_length=384`, stride 128, query 64, batch 8. Ours =
+  `squad.prediction.SquadEvaluator.raw_results`, v1.1 (always padded to 384, as the original)
+  and v2.0 with length buckets; Hugging Face = `AlbertForQuestionAnswering` under
+  `torch.no_grad()` on the same windows, each batch cut to its longest row. One whole pass of
+  each in turn; features/s from the median pass.
+
+Tokens come from a SentencePiece model trained here on the Brown Corpus (`make data`), so the
+lengths are those of real English text. Weights are random: speed does not depend on them.
+
+    .venv/bin/python bench/bench_dynamic_length.py [--train_steps=24] [--squad_passes=3]
+"""
+
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from albert_tf import hf_interop, tokenization, vocab  # noqa: E402
+from albert_tf.config import AlbertConfig  # noqa: E402
+from albert_tf.glue import features as glue_features  # noqa: E402
+from albert_tf.glue import task as glue_task  # noqa: E402
+from albert_tf.glue.processors import InputExample  # noqa: E402
+from albert_tf.squad import data as squad_data  # noqa: E402
+from albert_tf.squad import prediction as squad_prediction  # noqa: E402
+from albert_tf.squad import task as squad_task  # noqa: E402
+from albert_tf.training import length_buckets, loop  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG = os.path.join(REPO, "albert_tf", "configs", "albert_base_v2.json")
+
+flags.DEFINE_string("data_dir", os.path.join(REPO, "data"), "Where `make data` put the data.")
+flags.DEFINE_integer("train_steps", 24, "Measured fine-tuning steps per implementation.")
+flags.DEFINE_integer("train_batch_size", 32, "Fine-tuning global batch.")
+flags.DEFINE_integer("squad_passes", 3, "Measured whole passes per implementation.")
+flags.DEFINE_integer("squad_copies", 8, "How many times the excerpt's questions are repeated.")
+flags.DEFINE_list("measure", ["training", "squad"], "Which parts to measure.")
+FLAGS = flags.FLAGS
+
+SEQ, SQUAD_SEQ = 128, 384
+
+
+def cpu_model():
+    with open("/proc/cpuinfo", encoding="utf-8") as reader:
+        for line in reader:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def spm_model(work_dir):
+    brown = sorted(os.path.join(FLAGS.data_dir, "brown", name)
+                   for name in os.listdir(os.path.join(FLAGS.data_dir, "brown")))
+    return vocab.train_albert_spm(brown, os.path.join(work_dir, "brown-8k"), vocab_size=8000)
+
+
+def movie_review_examples():
+    examples = []
+    with open(os.path.join(FLAGS.data_dir, "movie_reviews.tsv"), encoding="utf-8") as reader:
+        for line in reader:
+            index, score, sentence = line.rstrip("\n").split("\t")
+            examples.append(InputExample(f"train-{index}", sentence, None,
+                                         "1" if float(score) > 0 else "0"))
+    return examples
+
+
+def timed(call):
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+# ------------------------------------------------------------------------------- fine-tuning
+
+def our_training_steps(config, record_file, buckets, work_dir):
+    """A function running the next step of run_classifier's loop (records in file order)."""
+    task = glue_task.ClassifierTask(config, "sst-2", 2, SEQ, train_file=record_file,
+                                    shuffle_buffer=1, length_buckets=buckets)
+    training = loop.TrainingConfig(
+        output_dir=tempfile.mkdtemp(dir=work_dir), train_batch_size=FLAGS.train_batch_size,
+        num_train_steps=10 ** 6, learning_rate=5e-5, optimizer="adamw")
+    trainer = loop.Trainer(task, tf.distribute.get_strategy(), training)
+    iterator = trainer.train_iterator()
+    return lambda: trainer.train_steps(iterator, 1)
+
+
+def hf_training_steps(config, record_file, spm_file):
+    """A function running the next HF step on the same examples, dynamically padded."""
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    model = transformers.AlbertForSequenceClassification(hf_interop.huggingface_config(
+        config, classifier_dropout_prob=0.1, num_labels=2, attn_implementation=None))
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01, eps=1e-6)
+    collator = transformers.DataCollatorWithPadding(
+        transformers.AlbertTokenizer(vocab_file=spm_file), return_tensors="pt")
+    rows = []
+    for record in glue_features.make_dataset(record_file, SEQ, "sst-2", 1, False).unbatch():
+        length = int(record["input_mask"].numpy().sum())
+        rows.append({"input_ids": record["input_ids"].numpy()[:length].tolist(),
+                     "token_type_ids": record["segment_ids"].numpy()[:length].tolist(),
+                     "attention_mask": [1] * length, "labels": int(record["label_ids"])})
+    batches = iter([collator(rows[i:i + FLAGS.train_batch_size])
+                    for i in range(0, len(rows) - FLAGS.train_batch_size + 1,
+                                   FLAGS.train_batch_size)])
+
+    def step():
+        model(**next(batches)).loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+    return step
+
+
+def measure_training(config, spm_file, work_dir):
+    tokenizer = tokenization.FullTokenizer(None, True, spm_file)
+    examples = movie_review_examples()
+    needed = FLAGS.train_batch_size * (FLAGS.train_steps + 2)
+    record_file = os.path.join(work_dir, "train.tf_record")
+    glue_features.write_records(examples[:needed], ["0", "1"], SEQ, tokenizer, record_file,
+                                "sst-2")
+    lengths = [len(tokenizer.tokenize(e.text_a)) + 2 for e in examples[:needed]]
+    steps = {"ours, length buckets": our_training_steps(
+                 config, record_file, length_buckets.default_buckets(SEQ), work_dir),
+             "ours, padded to 128": our_training_steps(config, record_file, None, work_dir),
+             "HF, DataCollatorWithPadding": hf_training_steps(config, record_file, spm_file)}
+    for call in steps.values():  # warm-up: tracing and the first bucket shapes
+        call()
+    seconds = {name: 0.0 for name in steps}
+    for _ in range(FLAGS.train_steps):
+        for name, call in steps.items():
+            seconds[name] += timed(call)
+    rates = {name: FLAGS.train_batch_size * FLAGS.train_steps / s for name, s in seconds.items()}
+    reference = rates["HF, DataCollatorWithPadding"]
+    print(f"\nFine-tuning, movie-review sentences (mean {np.mean(lengths):.1f} pieces, max "
+          f"{max(lengths)}), batch {FLAGS.train_batch_size}, {FLAGS.train_steps} steps each")
+    for name, rate in rates.items():
+        print(f"  {name:32s} {rate:7.1f} examples/s  {rate / reference:5.2f}× HF")
+    return rates
+
+
+# ------------------------------------------------------------------------------ SQuAD predict
+
+def squad_predict_set(spm_file, work_dir):
+    with open(os.path.join(FLAGS.data_dir, "squad_v1_excerpt.json"), encoding="utf-8") as reader:
+        excerpt = json.load(reader)
+    copies = []
+    for copy in range(FLAGS.squad_copies):
+        for article in excerpt["data"]:
+            paragraphs = [dict(p, qas=[dict(q, id=f"{q['id']}-{copy}") for q in p["qas"]])
+                          for p in article["paragraphs"]]
+            copies.append(dict(article, paragraphs=paragraphs))
+    path = os.path.join(work_dir, "squad.json")
+    with open(path, "w", encoding="utf-8") as writer:
+        json.dump({"data": copies, "version": "1.1"}, writer)
+    tokenizer = tokenization.FullTokenizer.from_scratch(None, True, spm_file)
+    return squad_data.prepare_predict_set(
+        path, tokenizer, spm_file, squad_data.FeatureOptions(SQUAD_SEQ, 128, 64, True),
+        work_dir, "eval")
+
+
+def our_squad_pass(config, predict_set, version_2):
+    task = squad_task.SquadTask(config, version_2, SQUAD_SEQ)
+    model = task.build_model(tf.distribute.get_strategy())
+    buckets = length_buckets.default_buckets(SQUAD_SEQ) if version_2 else None
+    evaluator = squad_prediction.SquadEvaluator(predict_set, version_2, SQUAD_SEQ, 8,
+                                                length_buckets=buckets)
+    return lambda: evaluator.raw_results(model, predict_set)
+
+
+def hf_squad_pass(config, predict_set):
+    import torch
+    import transformers
+    model = transformers.AlbertForQuestionAnswering(hf_interop.huggingface_config(
+        config, num_labels=2, attn_implementation=None)).eval()
+    batches = []
+    for batch in squad_prediction.records.tfrecord_dataset(
+            predict_set.record_file, SQUAD_SEQ, False).batch(8):
+        length = int(batch["input_mask"].numpy().sum(axis=1).max())
+        batches.append({"input_ids": torch.tensor(batch["input_ids"].numpy()[:, :length]),
+                        "attention_mask": torch.tensor(batch["input_mask"].numpy()[:, :length]),
+                        "token_type_ids": torch.tensor(batch["segment_ids"].numpy()[:, :length])})
+
+    def run_pass():
+        with torch.no_grad():
+            for inputs in batches:
+                model(**inputs)
+    return run_pass
+
+
+def measure_squad(config, spm_file, work_dir):
+    predict_set = squad_predict_set(spm_file, work_dir)
+    lengths = [int(record["input_mask"].numpy().sum()) for record in
+               squad_prediction.records.tfrecord_dataset(predict_set.record_file, SQUAD_SEQ, False)]
+    passes = {"ours v1.1, padded to 384": our_squad_pass(config, predict_set, False),
+              "ours v2.0, length buckets": our_squad_pass(config, predict_set, True),
+              "HF AlbertForQuestionAnswering": hf_squad_pass(config, predict_set)}
+    for call in passes.values():
+        call()
+    seconds = {name: [] for name in passes}
+    for _ in range(FLAGS.squad_passes):
+        for name, call in passes.items():
+            seconds[name].append(timed(call))
+    count = len(predict_set.features)
+    rates = {name: count / float(np.median(values)) for name, values in seconds.items()}
+    reference = rates["HF AlbertForQuestionAnswering"]
+    print(f"\nSQuAD prediction, {count} windows (mean {np.mean(lengths):.0f} pieces, max "
+          f"{max(lengths)}), batch 8, median of "
+          f"{FLAGS.squad_passes} passes")
+    for name, rate in rates.items():
+        print(f"  {name:32s} {rate:7.1f} features/s  {rate / reference:5.2f}× HF")
+    return rates
+
+
+def main(_):
+    print(f"CPU: {cpu_model()}; {os.cpu_count()} cores; TensorFlow {tf.__version__}")
+    config = AlbertConfig.from_json_file(CONFIG)
+    with tempfile.TemporaryDirectory(prefix="bench_dynamic_length_") as work_dir:
+        spm_file = spm_model(work_dir)
+        if "training" in FLAGS.measure:
+            measure_training(config, spm_file, work_dir)
+        if "squad" in FLAGS.measure:
+            measure_squad(config, spm_file, work_dir)
+
+
+if __name__ == "__main__":
+    app.run(main)
