@@ -208,3 +208,49 @@ def test_existing_export_path_and_missing_spm_model(albert_directory, tmp_path):
 for _name, _function in list(globals().items()):
     if _name.startswith("test_") and _name != "test_existing_export_path_and_missing_spm_model":
         globals()[_name] = pytest.mark.slow(_function)
+
+
+HUB_KERAS_LAYER = r"""
+import sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_hub as hub
+import tf_keras
+batch = dict(np.load(sys.argv[2]))
+inputs = {"input_word_ids": batch["input_ids"], "input_mask": batch["input_mask"],
+          "input_type_ids": batch["segment_ids"], "masked_lm_positions": batch["mlm_positions"]}
+encoder = hub.load(sys.argv[1])
+mlm = hub.KerasLayer(encoder.mlm, trainable=True)
+out = {"mlm_logits": mlm(inputs)["mlm_logits"].numpy(),
+       "trainable": np.array(len(mlm.trainable_weights))}
+# One gradient step through the layer changes the MLM head's bias and the encoder.
+bias = [w for w in mlm.trainable_weights if w.shape.rank == 1 and w.shape[0] == 4000][0]
+before = bias.numpy().copy()
+optimizer = tf_keras.optimizers.SGD(0.5)
+with tf.GradientTape() as tape:
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.constant([[11, 12], [22, 23]]), logits=mlm(inputs, training=True)["mlm_logits"]))
+optimizer.apply_gradients(zip(tape.gradient(loss, mlm.trainable_weights), mlm.trainable_weights))
+out["bias_moved"] = np.array(float(np.abs(bias.numpy() - before).max()))
+np.savez(sys.argv[3], **out)
+"""
+
+
+@pytest.mark.slow
+def test_encoder_mlm_is_a_trainable_hub_keras_layer(albert_directory, hub_export, tmp_path):
+    """The TF Hub TF2 convention: `hub.KerasLayer(encoder.mlm, trainable=True)` gives the MLM
+    logits of our model and fine-tunes (tensorflow_hub with tf-keras, as pinned for it)."""
+    batch = sample_batch()
+    np.savez(tmp_path / "batch.npz", **batch)
+    result = run_script("-c", HUB_KERAS_LAYER, hub_export, str(tmp_path / "batch.npz"),
+                        str(tmp_path / "out.npz"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = dict(np.load(tmp_path / "out.npz"))
+    _, model, _ = pretrained.load_pretraining_model(albert_directory)
+    expected = model({"input_ids": batch["input_ids"], "input_mask": batch["input_mask"],
+                      "segment_ids": batch["segment_ids"],
+                      "masked_lm_positions": batch["mlm_positions"]})["mlm_logits"].numpy()
+    assert loaded["mlm_logits"].shape == (2, 2, 4000)
+    np.testing.assert_allclose(loaded["mlm_logits"], expected, atol=1e-4)
+    assert int(loaded["trainable"]) == 25 + 5  # the encoder's and the MLM head's
+    assert float(loaded["bias_moved"]) > 0

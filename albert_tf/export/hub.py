@@ -17,8 +17,13 @@ Reusable SavedModel API (what `hub.KerasLayer(..., trainable=True)` uses): the l
 `variables`, `trainable_variables`, `regularization_losses` (empty) and
 `__call__(inputs, training=False)` on a dict of int32 `input_word_ids`, `input_mask`,
 `input_type_ids` [B,S], returning `pooled_output`, `sequence_output`, `encoder_outputs` (one per
-layer × inner group) and `default` (= pooled_output); training=True applies dropout. Assets:
-the SentencePiece model and `albert_config.json`.
+layer × inner group) and `default` (= pooled_output); training=True applies dropout.
+`mlm` is the TF Hub TF2 `encoder.mlm` object: the same API (its own `variables`,
+`trainable_variables` with the MLM head's, `regularization_losses`) on inputs that add int32
+`masked_lm_positions` [B,M], returning also `mlm_logits` [B,M,V]; so
+`hub.KerasLayer(hub.load(path).mlm, trainable=True)` fine-tunes the encoder with its MLM head.
+The TF1-style `mlm` signature stays in `signatures`. Assets: the SentencePiece model and
+`albert_config.json`.
 
 Everything is exported in float32. `use_einsum=False` builds the graph without Einsum ops (the
 original re-exported its v2 modules that way for TF 1.15; it also helps TFLite converters).
@@ -101,6 +106,26 @@ class _HubFunctions:
         return {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"],
                 "encoder_outputs": outputs["encoder_outputs"], "default": outputs["pooled_output"]}
 
+    def call_mlm(self, inputs, training=False):
+        outputs = self.call(inputs, training=training)
+        outputs["mlm_logits"] = self.model.mlm_head(outputs["sequence_output"],
+                                                    inputs["masked_lm_positions"])
+        return outputs
+
+
+def _reusable(function, spec, variables, trainable_variables):
+    """A trackable with the reusable SavedModel API (`__call__(inputs, training)`, variables,
+    trainable_variables, regularization_losses), as `hub.KerasLayer` expects."""
+    obj = tf.__internal__.tracking.AutoTrackable()
+    obj.variables = variables
+    obj.trainable_variables = trainable_variables
+    obj.regularization_losses = []
+    call = tf.function(function)
+    for training in (False, True):
+        call.get_concrete_function(spec, training=training)
+    obj.__call__ = call
+    return obj
+
 
 def build_hub_root(model, spm_model_file, config_file, do_lower_case):
     """The trackable root to save: variables, assets, `__call__` and the signature functions."""
@@ -119,6 +144,11 @@ def build_hub_root(model, spm_model_file, config_file, do_lower_case):
     for training in (False, True):
         call.get_concrete_function(call_spec, training=training)
     root.__call__ = call
+    encoder_weights = {id(variable) for variable in model.encoder.trainable_weights}
+    root.mlm = _reusable(
+        functions.call_mlm, dict(call_spec, masked_lm_positions=SEQUENCE_SPEC), root.variables,
+        root.trainable_variables + [variable.value for variable in model.mlm_head.trainable_weights
+                                    if id(variable) not in encoder_weights])
 
     three = ("input_ids", "input_mask", "segment_ids")
     signatures = {
@@ -130,7 +160,8 @@ def build_hub_root(model, spm_model_file, config_file, do_lower_case):
             ("input_word_ids", "input_mask", "input_type_ids"))),
     }
     for name, function in signatures.items():
-        setattr(root, name, function)
+        if name != "mlm":  # the attribute is the TF2 `encoder.mlm` object
+            setattr(root, name, function)
     return root, {name: function.get_concrete_function() for name, function in signatures.items()}
 
 
