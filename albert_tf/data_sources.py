@@ -13,6 +13,11 @@ gives:
   data/movie_reviews.tsv           10,605 Rotten Tomatoes sentences: `id<TAB>score<TAB>text`,
                                    mean human rating in [-4, 4] (vaderSentiment's ground truth).
   data/squad_v1_excerpt.json       A real SQuAD v1.1 excerpt (allennlp's test fixture).
+  data/brown_pos/{train,dev,test}.txt    The Brown Corpus's own part-of-speech annotation as
+                                   `word tag` lines (tags without the -tl/-hl/-nc/-tc marks),
+                                   documents 8 and 9 of every 10 for dev and test.
+  data/brown_names/{train,dev,test}.txt  The same words with BIO name spans: runs of proper-noun
+                                   (np*) tags are B-NAME I-NAME …, everything else O.
 """
 
 import glob
@@ -124,6 +129,55 @@ def fetch_brown(dest):
     return shard_paths
 
 
+def simple_tag(tag):
+    """A Brown tag without its title/headline/cited marks: `np-tl` → `np`, `fw-nn` → `fw`."""
+    tag = tag.lower()
+    if tag.startswith("fw-"):
+        return "fw"
+    return tag.split("-")[0] or tag  # the dash's own tag is "--"
+
+
+def name_tags(pos_tags):
+    """BIO name spans over runs of proper-noun tags."""
+    tags, inside = [], False
+    for tag in pos_tags:
+        is_name = tag.startswith("np")
+        tags.append(("I-NAME" if inside else "B-NAME") if is_name else "O")
+        inside = is_name
+    return tags
+
+
+def fetch_brown_tagging(dest):
+    """`word tag` files for run_tagging.py from the Brown Corpus's annotation."""
+    names = ("train", "dev", "test")
+    paths = {kind: {split: os.path.join(dest, f"brown_{kind}", f"{split}.txt") for split in names}
+             for kind in ("pos", "names")}
+    if all(os.path.exists(path) for split_paths in paths.values() for path in split_paths.values()):
+        return paths
+    blocks = {kind: {split: [] for split in names} for kind in paths}
+    with tarfile.open(_npm_pack(BROWN_PACKAGE, dest)) as archive:
+        members = sorted(
+            (m for m in archive.getmembers() if re.fullmatch(r"package/c[a-r]\d\d", m.name)),
+            key=lambda m: m.name)
+        for index, member in enumerate(members):
+            split = {8: "dev", 9: "test"}.get(index % 10, "train")
+            for line in archive.extractfile(member).read().decode("utf-8").splitlines():
+                tokens = [token.rsplit("/", 1) for token in line.split() if "/" in token[1:]]
+                if not tokens:
+                    continue
+                words = [word for word, _ in tokens]
+                pos = [simple_tag(tag) for _, tag in tokens]
+                blocks["pos"][split].append(zip(words, pos))
+                blocks["names"][split].append(zip(words, name_tags(pos)))
+    for kind, splits in blocks.items():
+        os.makedirs(os.path.dirname(paths[kind]["train"]), exist_ok=True)
+        for split, sentences in splits.items():
+            text = "\n\n".join("\n".join(f"{word} {tag}" for word, tag in sentence)
+                               for sentence in sentences)
+            io_utils.atomic_write_text(paths[kind][split], text + "\n")
+    return paths
+
+
 def fetch_botchan(dest):
     path = os.path.join(dest, "botchan.txt")
     if os.path.exists(path):
@@ -178,6 +232,7 @@ def fetch_all(dest):
         "botchan": fetch_botchan(dest),
         "movie_reviews": fetch_movie_reviews(dest),
         "squad_v1_excerpt": fetch_squad_excerpt(dest),
+        "brown_tagging": fetch_brown_tagging(dest),
     }
 
 

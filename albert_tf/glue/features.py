@@ -15,7 +15,6 @@ changed flag or file can never reuse a stale one (`cached_record_path`).
 
 import collections
 import dataclasses
-import hashlib
 import os
 from typing import List, Union
 
@@ -23,6 +22,8 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import cli, io_utils, progress
+from albert_tf.feature_records import (  # noqa: F401 (cache names: glue API)
+    cached_record_path, file_digest, float_feature, int64_feature)
 from albert_tf.glue import processors
 
 _LOGGED_EXAMPLES = 5
@@ -83,22 +84,14 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     return InputFeatures(input_ids + padding, input_mask + padding, segment_ids + padding, label_id)
 
 
-def _int_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _float_feature(values):
-    return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
-
-
 def features_to_tf_example(feature, regression):
     fields = collections.OrderedDict()
-    fields["input_ids"] = _int_feature(feature.input_ids)
-    fields["input_mask"] = _int_feature(feature.input_mask)
-    fields["segment_ids"] = _int_feature(feature.segment_ids)
-    fields["label_ids"] = (_float_feature([feature.label_id]) if regression
-                           else _int_feature([feature.label_id]))
-    fields["is_real_example"] = _int_feature([int(feature.is_real_example)])
+    fields["input_ids"] = int64_feature(feature.input_ids)
+    fields["input_mask"] = int64_feature(feature.input_mask)
+    fields["segment_ids"] = int64_feature(feature.segment_ids)
+    fields["label_ids"] = (float_feature([feature.label_id]) if regression
+                           else int64_feature([feature.label_id]))
+    fields["is_real_example"] = int64_feature([int(feature.is_real_example)])
     return tf.train.Example(features=tf.train.Features(feature=fields))
 
 
@@ -147,29 +140,6 @@ def make_dataset(input_file, seq_length, task_name, batch_size, is_training,
     dataset = dataset.map(lambda records: parse_records(records, seq_length, regression),
                           num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def file_digest(path, length=10):
-    """The first `length` hex digits of the SHA-256 of a file's contents."""
-    digest = hashlib.sha256()
-    with tf.io.gfile.GFile(path, "rb") as reader:
-        for chunk in iter(lambda: reader.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()[:length]
-
-
-def cached_record_path(cached_dir, task_name, split, max_seq_length, data_file,
-                       vocab_file, do_lower_case, use_spm):
-    """`<task>_<split>_seq<S>_<uncased|cased>_<spm|wordpiece>-<vocab hash>_data-<data hash>.tf_record`.
-
-    The hashes are of the vocabulary file's and the source TSV's contents, so editing either, or
-    changing --max_seq_length or --do_lower_case, selects a different file.
-    """
-    casing = "uncased" if do_lower_case else "cased"
-    vocabulary = f"{'spm' if use_spm else 'wordpiece'}-{file_digest(vocab_file)}"
-    name = (f"{task_name.lower()}_{split}_seq{max_seq_length}_{casing}_{vocabulary}"
-            f"_data-{file_digest(data_file)}.tf_record")
-    return os.path.join(cached_dir, name)
 
 
 def get_or_create_records(processor, data_dir, split, task_name, max_seq_length, tokenizer,

@@ -20,10 +20,10 @@ import os
 from absl import logging
 import numpy as np
 
-from albert_tf import checkpoints, cli, io_utils, tokenization
+from albert_tf import cli, io_utils, tokenization
 from albert_tf.glue import features, processors
 from albert_tf.glue import task as glue_task
-from albert_tf.training import evaluation, loop
+from albert_tf.training import evaluation, fine_tuning, loop
 from albert_tf.training import length_buckets as length_buckets_lib
 
 
@@ -82,16 +82,8 @@ class ClassifierJob:
             self.do_lower_case, bool(self.spm_model_file))
 
     def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
-        """Training must start from a checkpoint unless --allow_random_init says otherwise."""
-        if init_checkpoint:
-            checkpoints.resolve_checkpoint(init_checkpoint)  # fails now, naming the path
-            return
-        if (do_train and not allow_random_init
-                and checkpoints.latest_checkpoint(self.output_dir) is None):
-            raise ClassifierFlagError(
-                "--do_train without --init_checkpoint would fine-tune a randomly initialised "
-                "model (a silent cause of failed reproductions). Pass --init_checkpoint (a "
-                "checkpoint prefix or a directory) or, if you mean it, --allow_random_init")
+        fine_tuning.check_init_checkpoint(init_checkpoint, allow_random_init, do_train,
+                                          self.output_dir, ClassifierFlagError)
 
     def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
         """A `loop.Trainer` with the classifier task; writes the records the run needs."""

@@ -23,11 +23,11 @@ import os
 
 from absl import logging
 
-from albert_tf import checkpoints, cli, io_utils, tf_tokenization, tokenization
+from albert_tf import cli, io_utils, tf_tokenization, tokenization
 from albert_tf.race import export as race_export
 from albert_tf.race import features, graph_features, metrics, prepare, reader
 from albert_tf.race import task as race_task
-from albert_tf.training import evaluation, loop
+from albert_tf.training import evaluation, fine_tuning, loop
 
 PREDICT_RESULTS = "predict_results.txt"
 TEST_PREDICTIONS = "test_predictions.tsv"
@@ -81,16 +81,8 @@ class RaceJob:
         return prepare.prepare_split(self.settings, split, self.requested[split])
 
     def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
-        """Training must start from a checkpoint unless --allow_random_init says otherwise."""
-        if init_checkpoint:
-            checkpoints.resolve_checkpoint(init_checkpoint)  # fails now, naming the path
-            return
-        if (do_train and not allow_random_init
-                and checkpoints.latest_checkpoint(self.output_dir) is None):
-            raise RaceFlagError(
-                "--do_train without --init_checkpoint would fine-tune a randomly initialised "
-                "model (a silent cause of failed reproductions). Pass --init_checkpoint (a "
-                "checkpoint prefix or a directory) or, if you mean it, --allow_random_init")
+        fine_tuning.check_init_checkpoint(init_checkpoint, allow_random_init, do_train,
+                                          self.output_dir, RaceFlagError)
 
     def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
         """A `loop.Trainer` with the RACE task; writes the caches the run needs."""

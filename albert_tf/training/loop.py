@@ -374,6 +374,20 @@ class Trainer:
             self.strategy, lambda batch: _as_float32(outputs_fn(self.model, batch)),
             dataset=dataset, dataset_fn=dataset_fn, order_key=order_key, what=what)
 
+    def aggregate(self, dataset, what="Evaluating"):
+        """The task's `aggregate_logs` state over a finite dataset of global batches (see
+        `training.task`); reduce it with `task.reduce_aggregated_logs`."""
+        def replica_fn(batch):
+            outputs = _as_float32(self.task.call_model(self.model, batch, training=False))
+            return self.task.eval_step_outputs(batch, outputs)
+        state = None
+        for step_outputs in prediction.iterate(self.strategy, replica_fn, dataset=dataset,
+                                               what=what):
+            state = self.task.aggregate_logs(state, step_outputs)
+        if state is None:
+            raise ValueError(f"{what}: the dataset is empty")
+        return state
+
     def write_eval_summaries(self, results):
         """Eval scalars to `output_dir/eval` (TensorBoard), as the original estimator."""
         if self.is_chief:

@@ -17,15 +17,10 @@ import tensorflow as tf
 from albert_tf import progress
 
 
-def predict(strategy, replica_fn, dataset=None, dataset_fn=None, order_key=None,
-            what="Predicting", total_batches=None):
-    """Numpy arrays of every output of `replica_fn` over the whole set, rows in input order.
-
-    `replica_fn(batch)` → dict of tensors whose first dimension is the batch; it runs in replica
-    context. Give `dataset` (global batches, split over the replicas) or `dataset_fn`
-    (`input_context` → per-replica batches, as `distribute_datasets_from_function` takes).
-    Progress (batches, rate, ETA) is logged as `what`.
-    """
+def iterate(strategy, replica_fn, dataset=None, dataset_fn=None, what="Predicting",
+            total_batches=None):
+    """Yields, per global batch, numpy arrays of every output of `replica_fn` (the replicas'
+    rows gathered in order). `replica_fn`, `dataset`, `dataset_fn`: as `predict`."""
     if (dataset is None) == (dataset_fn is None):
         raise ValueError("give exactly one of dataset and dataset_fn")
     strategy = strategy or tf.distribute.get_strategy()
@@ -41,12 +36,25 @@ def predict(strategy, replica_fn, dataset=None, dataset_fn=None, order_key=None,
         cardinality = int(dataset.cardinality())
         total_batches = cardinality if cardinality > 0 else None
     batches = progress.ProgressLog(what, total_batches, unit="batches")
-    collected = {}
     for batch in distributed:
-        for name, value in step(batch).items():
-            collected.setdefault(name, []).append(value.numpy())
+        yield {name: value.numpy() for name, value in step(batch).items()}
         batches.advance()
     batches.finish()
+
+
+def predict(strategy, replica_fn, dataset=None, dataset_fn=None, order_key=None,
+            what="Predicting", total_batches=None):
+    """Numpy arrays of every output of `replica_fn` over the whole set, rows in input order.
+
+    `replica_fn(batch)` → dict of tensors whose first dimension is the batch; it runs in replica
+    context. Give `dataset` (global batches, split over the replicas) or `dataset_fn`
+    (`input_context` → per-replica batches, as `distribute_datasets_from_function` takes).
+    Progress (batches, rate, ETA) is logged as `what`.
+    """
+    collected = {}
+    for outputs in iterate(strategy, replica_fn, dataset, dataset_fn, what, total_batches):
+        for name, value in outputs.items():
+            collected.setdefault(name, []).append(value)
     if not collected:
         raise ValueError(f"{what}: the dataset is empty")
     arrays = {name: np.concatenate(values, axis=0) for name, values in collected.items()}

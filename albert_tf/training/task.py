@@ -58,6 +58,12 @@ Contract, method by method:
   loop; do not name a metric either.
 - `eval_metric_name` / `eval_metric_higher_is_better`: which metric the
   evaluate-every-checkpoint loop uses to choose `model.ckpt-best`.
+- Whole-set metrics (span F1, correlations: anything a streaming mean cannot give), as TF Model
+  Garden's `aggregate_logs` / `reduce_aggregated_logs`: `eval_step_outputs(features, outputs)`
+  names the tensors of a batch to bring to the host (replica context; gathered over the
+  replicas), `aggregate_logs(state, step_outputs)` folds one global batch's numpy arrays into
+  `state` (None before the first), and `reduce_aggregated_logs(state)` → the metrics dict.
+  `Trainer.aggregate(dataset)` runs the three over a finite set under the strategy.
 """
 
 import abc
@@ -106,3 +112,15 @@ class Task(abc.ABC):
 
     def update_metrics(self, metrics, features, outputs):
         del metrics, features, outputs
+
+    def eval_step_outputs(self, features, outputs):
+        """{name: [B, ...] tensor} of one batch for `aggregate_logs`."""
+        raise NotImplementedError(f"{type(self).__name__} has no whole-set evaluation")
+
+    def aggregate_logs(self, state, step_outputs):
+        """`state` (None at first) with one global batch's numpy `step_outputs` folded in."""
+        raise NotImplementedError(f"{type(self).__name__} has no whole-set evaluation")
+
+    def reduce_aggregated_logs(self, state):
+        """The whole set's metrics from the aggregated `state`."""
+        raise NotImplementedError(f"{type(self).__name__} has no whole-set evaluation")
