@@ -63,7 +63,7 @@ def main(argv):
 
 
 def entry():
-    """Console entry point (`pip install` puts it on PATH as `serve`)."""
+    """Console entry point (`pip install` puts it on PATH as `albert_serve`)."""
     cli.run(main)
 
 

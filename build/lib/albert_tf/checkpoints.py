@@ -1,0 +1,313 @@
+"""Name-based checkpoints in the original ALBERT layout: writing, reading, loading into models.
+
+The names come from `model.checkpoint_variables()` (an ordered {original name: variable} map);
+this module never invents names. Files are TF1-style bundles (`<prefix>.index` +
+`<prefix>.data-00000-of-00001`) that `tf.train.load_checkpoint`, the original TF 1.15 code and
+Hugging Face `load_tf_weights_in_albert` read.
+
+Writing
+    write_checkpoint(prefix, {name: value}, update_state=True)
+        Any names and values (variables, tensors, numpy arrays, Python scalars). The bundle is
+        written under a temporary prefix in the same directory, then renamed data first, index
+        last, so an interrupted write never leaves a readable half checkpoint. With
+        update_state the directory's `checkpoint` file (TF's CheckpointState text proto,
+        `model_checkpoint_path: "model.ckpt-N"`) is rewritten atomically to name it.
+        Optimizer slots and the step go through the same call: `<var>/adam_m`, `<var>/adam_v`
+        (same shape as the variable) and `global_step` (int64 scalar).
+    write_checkpoint_state(directory, prefix, all_prefixes=None)
+        Rewrites the state file alone (a checkpoint manager pruning old checkpoints).
+    copy_checkpoint(source, destination)   e.g. `model.ckpt-N` → `model.ckpt-best`.
+    remove_checkpoint(prefix)
+
+Reading
+    resolve_checkpoint(path) → prefix
+        A prefix (`.../model.ckpt-best`), a directory with a `checkpoint` state file (its latest
+        checkpoint), a directory holding a single checkpoint (an unpacked release tarball:
+        `model.ckpt-best`), or a TF1 Hub module directory (`variables/variables`).
+    latest_checkpoint(directory) → prefix or None (from the `checkpoint` state file).
+    list_variables(path) → {name: shape};  read_tensors(path, names=None) → {name: numpy array}
+        Arbitrary names, exactly as stored (optimizer slots, `global_step`, `module/...`).
+    load_into(variables_by_name, path, init_from_group0=False) → LoadReport
+        Assigns every variable found by name. TF1 Hub names (`module/bert/...`) match their
+        unprefixed form. Optimizer slots (`adam_m`, `adam_v`, `lamb_m`, `lamb_v`) and
+        `global_step` are skipped unless asked for by name. A missing or mis-shaped encoder
+        variable (`bert/...`) raises `CheckpointError` naming it and the checkpoint; a missing
+        or mis-shaped head is reported, logged and left at its initial value.
+        init_from_group0 (run_pretraining's flag) initialises `group_N` (N > 0) that the
+        checkpoint lacks from its `group_0` (and `attention_N`/`ffn_N` from `attention_1`/`ffn_1`);
+        a `group_N` the checkpoint has is loaded as it is.
+"""
+
+import collections
+import dataclasses
+import os
+import re
+import uuid
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import cli, io_utils
+
+DATA_SUFFIX = ".data-00000-of-00001"
+INDEX_SUFFIX = ".index"
+STATE_FILENAME = "checkpoint"
+BEST_CHECKPOINT_NAME = "model.ckpt-best"
+HUB_VARIABLES = os.path.join("variables", "variables")
+HUB_SCOPE = "module/"
+ENCODER_SCOPE = "bert/"
+OPTIMIZER_SLOTS = ("adam_m", "adam_v", "lamb_m", "lamb_v")
+GLOBAL_STEP = "global_step"
+
+
+class CheckpointError(cli.UserInputError):
+    """A checkpoint cannot be used for the requested variables."""
+
+
+class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
+    """No checkpoint at the given path."""
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _to_tensor(value):
+    """Python ints become int64 (the dtype of the original's `global_step`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return tf.constant(value, tf.int64)
+    return tf.convert_to_tensor(value)
+
+
+def write_checkpoint(prefix, name_to_value, update_state=True):
+    """Writes `{name: value}` as `<prefix>.index` / `<prefix>.data-00000-of-00001`; returns prefix."""
+    if not name_to_value:
+        raise CheckpointError(f"{prefix}: nothing to write")
+    directory, base = os.path.split(prefix)
+    directory = directory or "."
+    tf.io.gfile.makedirs(directory)
+    temp_prefix = os.path.join(directory, f".{base}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    names = list(name_to_value)
+    tensors = [_to_tensor(name_to_value[name]) for name in names]
+    try:
+        tf.raw_ops.SaveV2(prefix=temp_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                          tensors=tensors)
+        tf.io.gfile.rename(temp_prefix + DATA_SUFFIX, prefix + DATA_SUFFIX, overwrite=True)
+        tf.io.gfile.rename(temp_prefix + INDEX_SUFFIX, prefix + INDEX_SUFFIX, overwrite=True)
+    finally:
+        for suffix in (DATA_SUFFIX, INDEX_SUFFIX):
+            if tf.io.gfile.exists(temp_prefix + suffix):
+                tf.io.gfile.remove(temp_prefix + suffix)
+    if update_state:
+        state = tf.train.get_checkpoint_state(directory)
+        previous = [p for p in (state.all_model_checkpoint_paths if state else [])
+                    if _exists(_absolute(directory, p)) and os.path.basename(p) != base]
+        write_checkpoint_state(directory, prefix, previous + [prefix])
+    return prefix
+
+
+def write_checkpoint_state(directory, prefix, all_prefixes=None):
+    """Atomically writes `<directory>/checkpoint` naming `prefix` as the latest (paths relative)."""
+    latest = os.path.basename(prefix)
+    relative = [os.path.basename(p) for p in (all_prefixes or [prefix])]
+    if relative[-1] != latest:
+        relative.append(latest)
+    lines = [f"model_checkpoint_path: {_quoted(latest)}"]
+    lines += [f"all_model_checkpoint_paths: {_quoted(path)}" for path in relative]
+    io_utils.atomic_write_text(os.path.join(directory, STATE_FILENAME), "\n".join(lines) + "\n")
+
+
+def _quoted(text):
+    """A text-proto string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def copy_checkpoint(source, destination):
+    """Copies a checkpoint's bundle files to another prefix (data first, index last)."""
+    source = resolve_checkpoint(source)
+    for suffix in (DATA_SUFFIX, INDEX_SUFFIX):
+        with io_utils.atomic_path(destination + suffix) as temp:
+            tf.io.gfile.copy(source + suffix, temp, overwrite=True)
+    return destination
+
+
+def remove_checkpoint(prefix):
+    """Deletes a checkpoint's files (index first, so it stops being readable at once)."""
+    for suffix in (INDEX_SUFFIX, DATA_SUFFIX, ".meta"):
+        if tf.io.gfile.exists(prefix + suffix):
+            tf.io.gfile.remove(prefix + suffix)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _exists(prefix):
+    return tf.io.gfile.exists(prefix + INDEX_SUFFIX)
+
+
+def _absolute(directory, path):
+    return path if os.path.isabs(path) else os.path.join(directory, path)
+
+
+def latest_checkpoint(directory):
+    """The prefix named by `<directory>/checkpoint`, or None if there is none (or it is gone)."""
+    return tf.train.latest_checkpoint(directory)
+
+
+def resolve_checkpoint(path):
+    """Turns a prefix, a checkpoint directory or a TF1 Hub module directory into a prefix."""
+    if path is None or str(path) == "":
+        raise CheckpointNotFoundError("no checkpoint path given")
+    path = os.fspath(path)
+    if path.endswith(INDEX_SUFFIX) and tf.io.gfile.exists(path):
+        return path[: -len(INDEX_SUFFIX)]
+    if _exists(path):
+        return path
+    if tf.io.gfile.isdir(path):
+        hub_prefix = os.path.join(path, HUB_VARIABLES)
+        if _exists(hub_prefix):
+            return hub_prefix
+        latest = latest_checkpoint(path)
+        if latest:
+            return latest
+        candidates = sorted(name[: -len(INDEX_SUFFIX)] for name in tf.io.gfile.listdir(path)
+                            if name.endswith(INDEX_SUFFIX) and not name.startswith("."))
+        if BEST_CHECKPOINT_NAME in candidates:
+            return os.path.join(path, BEST_CHECKPOINT_NAME)
+        if len(candidates) == 1:
+            return os.path.join(path, candidates[0])
+        if candidates:
+            raise CheckpointNotFoundError(
+                f"{path}: several checkpoints and no '{STATE_FILENAME}' file naming the latest: "
+                f"{candidates}; pass one prefix")
+        raise CheckpointNotFoundError(
+            f"{path}: no checkpoint in this directory (expected a '{STATE_FILENAME}' state file, "
+            f"<prefix>{INDEX_SUFFIX} files or {HUB_VARIABLES}{INDEX_SUFFIX})")
+    raise CheckpointNotFoundError(f"{path}: no checkpoint found (expected {path}{INDEX_SUFFIX})")
+
+
+def list_variables(path):
+    """Ordered {stored name: shape tuple} of the checkpoint at `path` (see resolve_checkpoint)."""
+    prefix = resolve_checkpoint(path)
+    return collections.OrderedDict(
+        (name, tuple(shape)) for name, shape in tf.train.list_variables(prefix))
+
+
+def read_tensors(path, names=None):
+    """{name: numpy array} for `names` (all stored tensors if None); a missing name is an error."""
+    prefix = resolve_checkpoint(path)
+    reader = tf.train.load_checkpoint(prefix)
+    stored = reader.get_variable_to_shape_map()
+    if names is None:
+        names = sorted(stored)
+    absent = [name for name in names if name not in stored]
+    if absent:
+        raise CheckpointError(f"{prefix}: no tensor named {absent[:5]}"
+                              + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else ""))
+    return collections.OrderedDict((name, reader.get_tensor(name)) for name in names)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+@dataclasses.dataclass
+class LoadReport:
+    """What `load_into` did; `str(report)` is the log text."""
+    checkpoint_path: str
+    mapped: list = dataclasses.field(default_factory=list)      # (variable name, stored name)
+    missing: list = dataclasses.field(default_factory=list)     # variable names not in the checkpoint
+    unused: list = dataclasses.field(default_factory=list)      # stored names no variable took
+    mismatched: list = dataclasses.field(default_factory=list)  # (name, variable shape, stored shape)
+    skipped: list = dataclasses.field(default_factory=list)     # optimizer slots and global_step
+
+    def __str__(self):
+        lines = [f"Loaded {len(self.mapped)} variables from {self.checkpoint_path}; "
+                 f"{len(self.missing)} missing, {len(self.mismatched)} shape mismatches, "
+                 f"{len(self.unused)} unused, {len(self.skipped)} optimizer/step tensors skipped"]
+        lines += [f"  mapped   {name} <- {stored}" if name != stored else f"  mapped   {name}"
+                  for name, stored in self.mapped]
+        lines += [f"  missing  {name} (left initialised)" for name in self.missing]
+        lines += [f"  mismatch {name}: model {list(model)} vs checkpoint {list(stored)} (left initialised)"
+                  for name, model, stored in self.mismatched]
+        lines += [f"  unused   {name}" for name in self.unused]
+        return "\n".join(lines)
+
+
+def _is_skippable(name):
+    return name == GLOBAL_STEP or name.rsplit("/", 1)[-1] in OPTIMIZER_SLOTS
+
+
+def _canonical_names(stored_names):
+    """{name the model would use: stored name}; TF1 Hub `module/x` answers for `x`."""
+    canonical = {}
+    for stored in stored_names:
+        if stored.startswith(HUB_SCOPE):
+            canonical.setdefault(stored[len(HUB_SCOPE):], stored)
+    canonical.update({stored: stored for stored in stored_names})
+    return canonical
+
+
+_GROUP = re.compile(r"/group_(\d+)/")
+
+
+def _group0_name(name):
+    """`.../group_N/.../attention_M/...` → `.../group_0/.../attention_1/...` (None if N = 0)."""
+    match = _GROUP.search(name)
+    if not match or match.group(1) == "0":
+        return None
+    renamed = _GROUP.sub("/group_0/", name)
+    renamed = re.sub(r"/attention_\d+/", "/attention_1/", renamed)
+    return re.sub(r"/ffn_\d+/", "/ffn_1/", renamed)
+
+
+def _is_encoder(name):
+    return name.startswith(ENCODER_SCOPE)
+
+
+def load_into(variables_by_name, checkpoint_path, init_from_group0=False):
+    """Assigns checkpoint tensors to `{original name: variable}`; returns a `LoadReport`."""
+    prefix = resolve_checkpoint(checkpoint_path)
+    reader = tf.train.load_checkpoint(prefix)
+    stored_shapes = reader.get_variable_to_shape_map()
+    canonical = _canonical_names(stored_shapes)
+    report = LoadReport(checkpoint_path=prefix)
+    taken = set()
+    assignments = []
+    for name, variable in variables_by_name.items():
+        source = canonical.get(name)
+        if source is None and init_from_group0 and _group0_name(name) in canonical:
+            source = canonical[_group0_name(name)]  # the exact name wins, as in the original
+        if source is None:
+            report.missing.append(name)
+            continue
+        model_shape, stored_shape = tuple(variable.shape), tuple(stored_shapes[source])
+        if model_shape != stored_shape:
+            report.mismatched.append((name, model_shape, stored_shape))
+            continue
+        report.mapped.append((name, source))
+        assignments.append((variable, source))
+        taken.add(source)
+    encoder_missing = [name for name in report.missing if _is_encoder(name)]
+    if encoder_missing:
+        raise CheckpointError(
+            f"{prefix}: encoder variable {encoder_missing[0]} is not in the checkpoint"
+            + (f" (nor {len(encoder_missing) - 1} more: {encoder_missing[1:4]}...)"
+               if len(encoder_missing) > 1 else ""))
+    encoder_mismatched = [entry for entry in report.mismatched if _is_encoder(entry[0])]
+    if encoder_mismatched:
+        name, model_shape, stored_shape = encoder_mismatched[0]
+        raise CheckpointError(
+            f"{prefix}: shape mismatch for encoder variable {name}: the model has "
+            f"{list(model_shape)}, the checkpoint {list(stored_shape)} (is albert_config.json the "
+            f"checkpoint's config?)")
+    for variable, source in assignments:
+        variable.assign(tf.cast(reader.get_tensor(source), variable.dtype))
+    for stored in stored_shapes:
+        if stored in taken:
+            continue
+        (report.skipped if _is_skippable(stored) else report.unused).append(stored)
+    logging.info("%s", report)
+    if report.missing or report.mismatched:
+        logging.warning("Checkpoint %s: %d head variables missing, %d mismatched: %s", prefix,
+                        len(report.missing), len(report.mismatched),
+                        report.missing + [entry[0] for entry in report.mismatched])
+    return report

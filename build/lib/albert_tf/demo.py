@@ -1,0 +1,213 @@
+"""`make demo`: the whole pipeline on real text, every step a command a user could run alone.
+
+vocabulary (build_vocab.py) → pretraining records (create_pretraining_data.py) → pretraining
+with evaluation (run_pretraining.py) → SST-2-style fine-tuning on real movie-review sentences,
+evaluation, prediction and export (run_classifier.py) → raw sentences classified by the exported
+SavedModel in a fresh process (serve.py --text). Steps whose outputs exist are reused.
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is the commands and the summary
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from albert_tf import data_sources
+from albert_tf import io_utils
+from albert_tf.config import AlbertConfig
+from albert_tf.glue import movie_reviews
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("data_dir", "data", "Where albert_tf.data_sources puts the real data.")
+flags.DEFINE_string("output_dir", "demo_output", "Where every artefact of the demo goes.")
+flags.DEFINE_bool("quick", False, "A shorter run (fewer steps, less data) for CI.")
+
+DEMO_SENTENCES = (
+    "A gripping, beautifully acted story that stays with you long after the credits.",
+    "A tedious, badly written mess with nothing to say.",
+    "The best film of the year.",
+)
+
+
+def demo_settings(quick):
+    """Sizes that finish in about 10 minutes on 2 CPU cores (about 3 with --quick)."""
+    return {
+        "vocab_size": 8000,
+        "max_seq_length": 128,
+        "max_predictions_per_seq": 20,
+        "dupe_factor": 1 if quick else 3,
+        "brown_shards": 3 if quick else data_sources.BROWN_SHARDS,
+        "pretrain_steps": 60 if quick else 800,
+        "pretrain_batch": 32,
+        "pretrain_lr": 0.003,
+        "finetune_steps": 60 if quick else 600,
+        "finetune_seq_length": 64,
+        "finetune_batch": 32,
+        "finetune_lr": 1e-4,
+        "model": {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 128,
+                  "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,
+                  "max_position_embeddings": 128},
+    }
+
+
+def _run(step, command, log_dir):
+    """Runs one step, printing the command first so the user can run it alone."""
+    printable = " ".join(shlex.quote(part) for part in command)
+    print(f"\n=== {step}\n$ {printable}", flush=True)
+    log_path = os.path.join(log_dir, f"{step}.log")
+    start = time.time()
+    with open(log_path, "w") as log:
+        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+    elapsed = time.time() - start
+    if result.returncode != 0:
+        with open(log_path) as log:
+            tail = "".join(log.readlines()[-40:])
+        raise RuntimeError(f"step '{step}' failed (exit {result.returncode}); log {log_path}:\n{tail}")
+    print(f"    done in {elapsed:.0f} s (log: {log_path})", flush=True)
+    return elapsed
+
+
+def _read_eval_results(path):
+    """The last block of `key = value` lines of an eval_results.txt."""
+    values = {}
+    if not os.path.exists(path):
+        return values
+    with open(path) as reader:
+        for line in reader:
+            if " = " in line:
+                key, value = line.strip().split(" = ", 1)
+                values[key] = value
+    return values
+
+
+_STEP_LINE = re.compile(r"step (\d+)/\d+: loss = ([-+0-9.eE]+|nan|inf)")
+
+
+def _pretraining_loss(log_path):
+    """The training loss of the first and last logged loop of this run (the curve is in TensorBoard)."""
+    with open(log_path) as log:
+        points = [(int(step), float(loss)) for step, loss in _STEP_LINE.findall(log.read())]
+    if not points:
+        return {"logged_loops": 0}
+    return {"logged_loops": len(points), "first_step": points[0][0], "first": points[0][1],
+            "last_step": points[-1][0], "last": points[-1][1]}
+
+
+def run_demo(data_dir, output_dir, quick):
+    settings = demo_settings(quick)
+    python = sys.executable
+    paths = data_sources.fetch_all(data_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    log_dir = os.path.join(output_dir, "logs")
+    os.makedirs(log_dir, exist_ok=True)
+    timings = {}
+
+    text_files = paths["brown"][:settings["brown_shards"]]
+    vocab_prefix = os.path.join(output_dir, "vocab", "spm")
+    if not os.path.exists(vocab_prefix + ".model"):
+        timings["vocabulary"] = _run("1-vocabulary", [
+            python, "build_vocab.py", f"--input={','.join(text_files)}",
+            f"--model_prefix={vocab_prefix}", f"--vocab_size={settings['vocab_size']}"], log_dir)
+    spm_model = vocab_prefix + ".model"
+
+    records_dir = os.path.join(output_dir, "pretraining_data")
+    records = [os.path.join(records_dir, os.path.basename(path).replace(".txt", ".tfrecord"))
+               for path in text_files]
+    if not all(os.path.exists(path) for path in records):
+        timings["pretraining data"] = _run("2-pretraining-data", [
+            python, "create_pretraining_data.py", f"--input_file={','.join(text_files)}",
+            f"--output_file={','.join(records)}", f"--spm_model_file={spm_model}",
+            f"--max_seq_length={settings['max_seq_length']}",
+            f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
+            f"--dupe_factor={settings['dupe_factor']}"], log_dir)
+
+    config_path = os.path.join(output_dir, "albert_config.json")
+    AlbertConfig.from_dict(settings["model"]).to_json_file(config_path)
+    pretrain_dir = os.path.join(output_dir, "pretraining")
+    eval_records, train_records = records[:1], records[1:] if len(records) > 1 else records
+    timings["pretraining"] = _run("3-pretraining", [
+        python, "run_pretraining.py", f"--albert_config_file={config_path}",
+        f"--input_file={','.join(train_records)}", f"--eval_input_file={','.join(eval_records)}",
+        f"--output_dir={pretrain_dir}", "--do_train", "--do_eval",
+        f"--max_seq_length={settings['max_seq_length']}",
+        f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
+        f"--train_batch_size={settings['pretrain_batch']}", "--eval_batch_size=64",
+        f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={settings['pretrain_steps']}",
+        f"--num_warmup_steps={settings['pretrain_steps'] // 10}",
+        f"--save_checkpoints_steps={settings['pretrain_steps'] // 2}",
+        f"--iterations_per_loop={max(1, settings['pretrain_steps'] // 20)}",
+        "--max_eval_steps=20"], log_dir)
+
+    glue_dir = os.path.join(output_dir, "glue")
+    movie_reviews.write_sst2_task(paths["movie_reviews"], os.path.join(glue_dir, "SST-2"))
+    classifier_dir = os.path.join(output_dir, "classifier")
+    export_dir = os.path.join(output_dir, "export")
+    timings["fine-tuning"] = _run("4-fine-tuning", [
+        python, "run_classifier.py", "--task_name=sst-2", f"--data_dir={glue_dir}",
+        f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}",
+        f"--init_checkpoint={pretrain_dir}", f"--output_dir={classifier_dir}",
+        f"--cached_dir={os.path.join(output_dir, 'glue_cache')}",
+        "--do_train", "--do_eval", "--do_predict", f"--export_dir={export_dir}",
+        f"--max_seq_length={settings['finetune_seq_length']}",
+        f"--train_batch_size={settings['finetune_batch']}", "--eval_batch_size=64",
+        "--predict_batch_size=64", f"--learning_rate={settings['finetune_lr']}",
+        f"--train_step={settings['finetune_steps']}",
+        f"--warmup_step={settings['finetune_steps'] // 10}",
+        f"--save_checkpoints_steps={settings['finetune_steps'] // 3}",
+        f"--iterations_per_loop={max(1, settings['finetune_steps'] // 20)}"], log_dir)
+
+    command = [python, "serve.py", f"--export_dir={export_dir}"] + [f"--text={s}" for s in DEMO_SENTENCES]
+    print(f"\n=== 5-classify\n$ {' '.join(shlex.quote(c) for c in command)}", flush=True)
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"step '5-classify' failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
+    classifications = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+    summary = {
+        "artefacts": {
+            "vocabulary": spm_model, "pretraining_records": records_dir,
+            "pretraining_checkpoints": pretrain_dir, "classifier_checkpoints": classifier_dir,
+            "export": export_dir, "logs": log_dir},
+        "pretraining_loss": _pretraining_loss(os.path.join(log_dir, "3-pretraining.log")),
+        "pretraining_eval": _read_eval_results(os.path.join(pretrain_dir, "eval_results.txt")),
+        "fine_tuning_eval": _read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
+        "classified": classifications,
+        "seconds": {key: round(value) for key, value in timings.items()},
+        "tensorboard": f"tensorboard --logdir {output_dir}",
+    }
+    io_utils.atomic_write_text(os.path.join(output_dir, "summary.json"), json.dumps(summary, indent=2) + "\n")
+    _print_summary(summary)
+    return summary
+
+
+def _print_summary(summary):
+    print("\n=== Summary")
+    for name, path in summary["artefacts"].items():
+        print(f"  {name:24s} {path}")
+    loss = summary["pretraining_loss"]
+    if loss["logged_loops"]:
+        print(f"  pretraining loss:  {loss['first']:.3f} at step {loss['first_step']} -> "
+              f"{loss['last']:.3f} at step {loss['last_step']}")
+    print("  pretraining eval:  " + ", ".join(f"{k}={v}" for k, v in summary["pretraining_eval"].items()))
+    print("  fine-tuning eval:  " + ", ".join(f"{k}={v}" for k, v in summary["fine_tuning_eval"].items()))
+    for item in summary["classified"]:
+        print(f"  {item.get('label')!s:>4}  {item['text_a']}")
+    print(f"  curves: {summary['tensorboard']}")
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.WARNING)
+    run_demo(FLAGS.data_dir, FLAGS.output_dir, FLAGS.quick)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,1 @@
+"""GLUE: processors for the official TSV layouts, features, metrics, the classifier head."""

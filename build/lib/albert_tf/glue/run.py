@@ -1,0 +1,150 @@
+"""The run_classifier.py flow: cached records, training, evaluation of every checkpoint, prediction.
+
+    job = ClassifierJob("mrpc", data_dir, output_dir, albert_config, max_seq_length=128,
+                        spm_model_file="30k-clean.model")
+    job.check_init_checkpoint(init_checkpoint, allow_random_init, do_train)
+    trainer = job.build_trainer(strategy, training_config, do_train, do_eval)
+    job.train_and_evaluate(trainer, do_train, do_eval, eval_batch_size=8)
+    job.predict(trainer, predict_batch_size=8)   # test_results.tsv, submit_results.tsv
+
+With --do_train and --do_eval together, each checkpoint is evaluated as soon as it is saved,
+before the trainer's `keep_checkpoint_max` pruning can remove it, so every checkpoint is
+evaluated (the original kept them all on disk instead, up to hundreds of full checkpoints).
+With --do_eval alone, the evaluator polls `output_dir` for the checkpoints of a training job
+running elsewhere, as the original's eval loop. Either way the results go to `eval_results.txt`,
+`best_trial.txt` and `model.ckpt-best` (`training.evaluation.CheckpointEvaluator`).
+"""
+
+import os
+
+from absl import logging
+import numpy as np
+
+from albert_tf import cli, io_utils, tokenization
+from albert_tf.glue import features, processors
+from albert_tf.glue import task as glue_task
+from albert_tf.training import evaluation, fine_tuning, loop
+from albert_tf.training import length_buckets as length_buckets_lib
+
+
+class ClassifierFlagError(cli.UserInputError):
+    """A flag combination run_classifier cannot run; the message names the flag."""
+
+
+def resolve_best_checkpoint(output_dir):
+    """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest checkpoint (warned)."""
+    return evaluation.best_or_latest_checkpoint(output_dir, ClassifierFlagError, "dev set")
+
+
+class ClassifierJob:
+    """One GLUE task's data, tokenizer and model settings."""
+
+    def __init__(self, task_name, data_dir, output_dir, albert_config, max_seq_length,
+                 spm_model_file=None, vocab_file=None, do_lower_case=True, cached_dir=None,
+                 length_buckets=None):
+        self.processor = processors.get_processor(task_name, use_spm=bool(spm_model_file),
+                                                  do_lower_case=do_lower_case)
+        self.task_name = task_name.lower()
+        if max_seq_length > albert_config.max_position_embeddings:
+            raise ClassifierFlagError(
+                f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+                f"trained up to sequence length {albert_config.max_position_embeddings}: "
+                f"--max_seq_length must be <= max_position_embeddings of --albert_config_file")
+        if max_seq_length < 3:
+            raise ClassifierFlagError(f"--max_seq_length={max_seq_length} leaves no room for "
+                                      "[CLS] a [SEP] b [SEP]; it must be >= 3")
+        if not spm_model_file and not vocab_file:
+            raise ClassifierFlagError("give --spm_model_file (SentencePiece, the released "
+                                      "models) or --vocab_file (WordPiece)")
+        self.data_dir = data_dir
+        self.output_dir = output_dir
+        self.albert_config = albert_config
+        self.max_seq_length = max_seq_length
+        self.spm_model_file = spm_model_file
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
+        self.cached_dir = cached_dir or output_dir
+        self.length_buckets = length_buckets
+        self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
+        albert_config.check_vocabulary(len(self.tokenizer.vocab), spm_model_file or vocab_file)
+        self.label_list = self.processor.get_labels()
+        self.regression = self.processor.is_regression
+
+    @property
+    def num_labels(self):
+        return len(self.label_list)
+
+    def records(self, split):
+        """(cached TFRecord path, examples) of `split` (train, dev or test)."""
+        return features.get_or_create_records(
+            self.processor, self.data_dir, split, self.task_name, self.max_seq_length,
+            self.tokenizer, self.cached_dir, self.spm_model_file or self.vocab_file,
+            self.do_lower_case, bool(self.spm_model_file))
+
+    def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
+        fine_tuning.check_init_checkpoint(init_checkpoint, allow_random_init, do_train,
+                                          self.output_dir, ClassifierFlagError)
+
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+        """A `loop.Trainer` with the classifier task; writes the records the run needs."""
+        train_file = eval_file = None
+        if do_train:
+            train_file, examples = self.records("train")
+            logging.info("Training on %d examples, batch %d, %d steps", len(examples),
+                         training_config.train_batch_size, training_config.num_train_steps)
+        if do_eval:
+            eval_file, examples = self.records("dev")
+            logging.info("Evaluating on %d examples", len(examples))
+        task = glue_task.ClassifierTask(self.albert_config, self.task_name, self.num_labels,
+                                        self.max_seq_length, train_file, eval_file,
+                                        length_buckets=self.length_buckets)
+        return loop.Trainer(task, strategy, training_config)
+
+    def evaluate(self, trainer, checkpoint_path, batch_size):
+        """GLUE metrics of one checkpoint on the dev set, plus its `global_step`."""
+        step = trainer.checkpoints.restore_model(checkpoint_path)
+        dataset = trainer.task.eval_dataset(None, batch_size)
+        arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
+                                          trainer.strategy, what=f"Evaluating {checkpoint_path}")
+        results = glue_task.evaluate_arrays(self.task_name, arrays)
+        results["global_step"] = step
+        trainer.write_eval_summaries(results)
+        return results
+
+    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
+                           eval_timeout_secs=7200.0, poll_seconds=5.0):
+        """Trains (--do_train) and/or evaluates every checkpoint (--do_eval); returns the
+        evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
+        return evaluation.train_and_evaluate(
+            trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
+            do_train, do_eval, eval_timeout_secs, poll_seconds)
+
+    def predict(self, trainer, batch_size):
+        """test_results.tsv (probabilities) and submit_results.tsv (index, label) from
+        model.ckpt-best; returns the two paths."""
+        checkpoint = resolve_best_checkpoint(self.output_dir)
+        trainer.checkpoints.restore_model(checkpoint)
+        predict_file, examples = self.records("test")
+        dataset = length_buckets_lib.trim_dataset(
+            features.make_dataset(predict_file, self.max_seq_length, self.task_name, batch_size,
+                                  is_training=False),
+            self.length_buckets, self.max_seq_length)
+        arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
+                                          trainer.strategy, what=f"Predicting {predict_file}")
+        if len(arrays["predictions"]) != len(examples):
+            raise RuntimeError(f"{predict_file}: {len(arrays['predictions'])} predictions for "
+                               f"{len(examples)} examples; delete the stale cache file")
+        logging.info("Predicted %d test examples with %s", len(examples), checkpoint)
+        return self.write_predictions(examples, arrays["probabilities"], arrays["predictions"])
+
+    def write_predictions(self, examples, probabilities, predictions):
+        results_path = os.path.join(self.output_dir, "test_results.tsv")
+        submit_path = os.path.join(self.output_dir, "submit_results.tsv")
+        probability_lines = ["\t".join(str(p) for p in np.atleast_1d(row)) for row in probabilities]
+        submit_lines = ["index\tprediction"]
+        for example, prediction in zip(examples, predictions):
+            label = str(prediction) if self.regression else self.label_list[int(prediction)]
+            submit_lines.append(f"{example.guid}\t{label}")
+        io_utils.atomic_write_text(results_path, "\n".join(probability_lines) + "\n")
+        io_utils.atomic_write_text(submit_path, "\n".join(submit_lines) + "\n")
+        return results_path, submit_path

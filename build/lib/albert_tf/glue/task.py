@@ -1,0 +1,132 @@
+"""The GLUE classifier as a `training.task.Task`, and whole-set prediction for eval and predict.
+
+Model: `AlbertClassifier` (dropout 0.1 on the pooled output, `output_weights` [num_labels, H],
+`output_bias` at the root scope). Loss, as `classifier_utils.create_model`: softmax cross-entropy
+for classification; for sts-b the logits are squeezed to [B] and the loss is the squared error.
+Predictions are the argmax (the logit for sts-b); probabilities are the softmax (the raw [B, 1]
+logits for sts-b, as the original).
+
+Evaluation runs the model over the whole dev set (`predict_arrays`) and computes the metrics in
+numpy (`metrics.glue_metrics`): exact rather than streaming, and Spearman needs every
+prediction at once.
+"""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.glue import features, metrics
+from albert_tf.modeling import classifier
+from albert_tf.training import length_buckets as length_buckets_lib
+from albert_tf.training import prediction
+from albert_tf.training import strategy as strategy_lib
+from albert_tf.training import task as task_lib
+
+CLASSIFIER_DROPOUT = 0.1  # hard-coded in the original (keep_prob 0.9)
+
+
+def outputs_from_logits(logits, regression):
+    """{'probabilities', 'predictions'} as the original's predict dict."""
+    logits = tf.cast(logits, tf.float32)
+    if regression:
+        return {"probabilities": logits, "predictions": tf.squeeze(logits, -1)}
+    return {"probabilities": tf.nn.softmax(logits, axis=-1),
+            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+
+def per_example_loss(logits, labels, regression):
+    logits = tf.cast(logits, tf.float32)
+    if regression:
+        return tf.square(tf.squeeze(logits, -1) - tf.cast(labels, tf.float32))
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32),
+                                                          logits=logits)
+
+
+class ClassifierTask(task_lib.Task):
+    """GLUE fine-tuning: the records of `features.write_records`, one classification head."""
+
+    eval_metric_higher_is_better = True
+
+    def __init__(self, albert_config, task_name, num_labels, max_seq_length, train_file=None,
+                 eval_file=None, shuffle_buffer=100, length_buckets=None):
+        """`length_buckets`: trim each batch to one of these lengths (see
+        `training.length_buckets`); None pads to max_seq_length as the original."""
+        self.albert_config = albert_config
+        self.task_name = task_name.lower()
+        self.num_labels = num_labels
+        self.max_seq_length = max_seq_length
+        self.train_file = train_file
+        self.eval_file = eval_file
+        self.shuffle_buffer = shuffle_buffer
+        self.length_buckets = length_buckets
+        self.regression = features.is_regression(self.task_name)
+        self.eval_metric_name = metrics.selection_metric(self.task_name)
+
+    def build_model(self, strategy):
+        # reshape+matmul rather than Einsum: the same variables and results, and a faster step
+        # on CPU (bench/RESULTS.md, "GLUE classifier")
+        return classifier.AlbertClassifier(
+            self.albert_config, self.num_labels, dropout_rate=CLASSIFIER_DROPOUT,
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy), use_einsum=False)
+
+    def _records(self, path, input_context):
+        dataset = tf.data.TFRecordDataset(path)
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        return dataset
+
+    def _parsed(self, dataset, batch_size, drop_remainder):
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+        dataset = dataset.map(
+            lambda records: features.parse_records(records, self.max_seq_length, self.regression),
+            num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = length_buckets_lib.trim_dataset(dataset, self.length_buckets, self.max_seq_length)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def train_dataset(self, input_context, batch_size):
+        if not self.train_file:
+            raise ValueError("ClassifierTask has no train_file")
+        dataset = self._records(self.train_file, input_context).repeat().shuffle(self.shuffle_buffer)
+        return self._parsed(dataset, batch_size, drop_remainder=True)
+
+    def eval_dataset(self, input_context, batch_size):
+        if not self.eval_file:
+            raise ValueError("ClassifierTask has no eval_file")
+        return self._parsed(self._records(self.eval_file, input_context), batch_size, False)
+
+    def per_example_loss(self, features_, outputs):
+        return per_example_loss(outputs["logits"], features_["label_ids"], self.regression)
+
+    def build_metrics(self):
+        """Training-time accuracy for the logs; evaluation uses `metrics.glue_metrics`."""
+        if self.regression:
+            return {}
+        return {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
+
+    def update_metrics(self, metrics_, features_, outputs):
+        if "accuracy" in metrics_:
+            metrics_["accuracy"].update_state(features_["label_ids"], outputs["logits"])
+
+
+def predict_arrays(model, dataset, regression, strategy=None, what="Predicting"):
+    """Runs `model` over a finite dataset of global batches, in order.
+
+    Returns numpy `logits`, `probabilities`, `predictions`, `label_ids`, `is_real_example` and
+    `per_example_loss`. Each batch is split over the strategy's replicas and gathered back.
+    """
+    def replica_step(batch):
+        logits = tf.cast(model(batch, training=False)["logits"], tf.float32)
+        outputs = outputs_from_logits(logits, regression)
+        outputs["logits"] = logits
+        outputs["per_example_loss"] = per_example_loss(logits, batch["label_ids"], regression)
+        outputs["label_ids"] = batch["label_ids"]
+        outputs["is_real_example"] = batch["is_real_example"]
+        return outputs
+
+    return prediction.predict(strategy, replica_step, dataset=dataset, what=what)
+
+
+def evaluate_arrays(task_name, arrays):
+    """The GLUE metrics of `predict_arrays` output (original names + f1 / spearman)."""
+    return metrics.glue_metrics(task_name, arrays["label_ids"], arrays["predictions"],
+                                arrays["per_example_loss"], arrays["is_real_example"])

@@ -1,0 +1,98 @@
+"""`attention_1`: multi-head self-attention with the original's 2-D stored kernels.
+
+q/k/v kernels are stored [H, N·D] and the output kernel [N·D, H] (checkpoint shapes [H, H]); the
+einsum path views them as [H,N,D] / [N,D,H] ("BFH,HND->BFND", "BFND,NDH->BFH"), the matmul path
+reshapes activations instead, so its graph has no Einsum op. Keys are masked by adding
+(1 − mask)·−10000 to the float32 logits; the softmax runs in float32.
+"""
+
+import collections
+import math
+
+import keras
+import tensorflow as tf
+
+from albert_tf.modeling import layers
+
+
+def attention_adder(input_mask):
+    """[B,S] mask (1 = real token) → [B,1,1,S] float32 adder: 0 on real keys, −10000 on padding."""
+    mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+    return (1.0 - mask) * layers.MASK_ADDER
+
+
+class SelfAttention(keras.layers.Layer):
+    """Scope `attention_1`: `self/{query,key,value}` and `output/dense`, plus their dropouts."""
+
+    def __init__(self, config, use_einsum=True, **kwargs):
+        super().__init__(**kwargs)
+        hidden = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_size = hidden // self.num_heads
+        self.hidden_size = hidden
+        self.use_einsum = use_einsum
+        initializer = layers.truncated_normal(config.initializer_range)
+
+        def weight(name, shape, init):
+            return self.add_weight(name=name, shape=shape, initializer=init)
+
+        self.query_kernel = weight("query_kernel", (hidden, hidden), initializer)
+        self.query_bias = weight("query_bias", (hidden,), "zeros")
+        self.key_kernel = weight("key_kernel", (hidden, hidden), initializer)
+        self.key_bias = weight("key_bias", (hidden,), "zeros")
+        self.value_kernel = weight("value_kernel", (hidden, hidden), initializer)
+        self.value_bias = weight("value_bias", (hidden,), "zeros")
+        self.output_kernel = weight("output_kernel", (hidden, hidden), initializer)
+        self.output_bias = weight("output_bias", (hidden,), "zeros")
+        self.probs_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob, dtype=self.dtype_policy)
+        self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
+        self.built = True  # every variable exists already
+
+    def _heads(self, inputs, kernel, bias):
+        """[B,S,H] → [B,S,N,D]."""
+        heads = (self.num_heads, self.head_size)
+        if self.use_einsum:
+            return (tf.einsum("BFH,HND->BFND", inputs, tf.reshape(kernel, (self.hidden_size, *heads)))
+                    + tf.reshape(bias, heads))
+        batch_size, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
+        flat = tf.nn.bias_add(tf.matmul(tf.reshape(inputs, (-1, self.hidden_size)), kernel), bias)
+        return tf.reshape(flat, (batch_size, length, *heads))
+
+    def _attend(self, query, key, value, adder, training):
+        """[B,S,N,D] ×3 → context [B,S,N,D]; logits and softmax in float32."""
+        if self.use_einsum:
+            logits = tf.einsum("BFND,BTND->BNFT", query, key)
+        else:
+            logits = tf.matmul(tf.transpose(query, (0, 2, 1, 3)), tf.transpose(key, (0, 2, 3, 1)))
+        logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(self.head_size)) + adder
+        probs = tf.cast(tf.nn.softmax(logits), self.compute_dtype)
+        probs = self.probs_dropout(probs, training=training)
+        if self.use_einsum:
+            return tf.einsum("BNFT,BTND->BFND", probs, value)
+        return tf.transpose(tf.matmul(probs, tf.transpose(value, (0, 2, 1, 3))), (0, 2, 1, 3))
+
+    def _output(self, context):
+        """[B,S,N,D] → [B,S,H] through `output/dense`."""
+        if self.use_einsum:
+            kernel = tf.reshape(self.output_kernel, (self.num_heads, self.head_size, self.hidden_size))
+            return tf.einsum("BFND,NDH->BFH", context, kernel) + self.output_bias
+        batch_size, length = tf.shape(context)[0], tf.shape(context)[1]
+        flat = tf.nn.bias_add(tf.matmul(tf.reshape(context, (-1, self.hidden_size)), self.output_kernel),
+                              self.output_bias)
+        return tf.reshape(flat, (batch_size, length, self.hidden_size))
+
+    def call(self, inputs, input_mask, training=False):
+        adder = attention_adder(input_mask)
+        query = self._heads(inputs, self.query_kernel, self.query_bias)
+        key = self._heads(inputs, self.key_kernel, self.key_bias)
+        value = self._heads(inputs, self.value_kernel, self.value_bias)
+        context = self._attend(query, key, value, adder, training)
+        return self.output_dropout(self._output(context), training=training)
+
+    def checkpoint_variables(self):
+        return collections.OrderedDict([
+            ("self/query/kernel", self.query_kernel), ("self/query/bias", self.query_bias),
+            ("self/key/kernel", self.key_kernel), ("self/key/bias", self.key_bias),
+            ("self/value/kernel", self.value_kernel), ("self/value/bias", self.value_bias),
+            ("output/dense/kernel", self.output_kernel), ("output/dense/bias", self.output_bias),
+        ])

@@ -1,0 +1,89 @@
+"""`AlbertEncoder`: the original `AlbertModel` (scope `bert/`) as a Keras 3 model.
+
+    encoder = AlbertEncoder(config)
+    outputs = encoder({"input_ids": ids, "input_mask": mask, "segment_ids": types}, training=False)
+    outputs["sequence_output"]   # [B,S,H] float32, the last block's output
+    outputs["pooled_output"]     # [B,H] float32, tanh(dense(sequence_output[:, 0]))
+    outputs["encoder_outputs"]   # one [B,S,H] per (layer, inner group)
+    outputs["embedding_output"]  # [B,S,E] after LayerNorm and dropout
+
+`input_mask` defaults to ones and `segment_ids` to zeros, as in the original. Layer l uses the
+blocks of group `config.group_index(l)`; each group has `inner_group_num` blocks applied in turn,
+so a released model (G = K = 1) applies one block L times. Dropout is active only with
+training=True. Under a Keras mixed policy (`mixed_bfloat16`, `mixed_float16`) matrix products run
+in half precision while LayerNorm, softmax and every output are float32.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+from albert_tf.modeling import embeddings, layers, transformer
+
+
+class AlbertEncoder(keras.Model):
+
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=True, **kwargs):
+        super().__init__(**kwargs)
+        config.validate()
+        self.config = config
+        self.embeddings = embeddings.AlbertEmbeddings(
+            config, use_one_hot_embeddings, dtype=self.dtype_policy, name="embeddings")
+        self.embedding_projection = None
+        if config.embedding_size != config.hidden_size:
+            self.embedding_projection = layers.Dense(
+                config.embedding_size, config.hidden_size, config.initializer_range, None,
+                use_einsum, dtype=self.dtype_policy, name="embedding_hidden_mapping_in")
+        self.groups = [
+            [transformer.TransformerBlock(config, use_einsum, dtype=self.dtype_policy,
+                                          name=f"group_{group}_inner_group_{inner}")
+             for inner in range(config.inner_group_num)]
+            for group in range(config.num_hidden_groups)]
+        self.pooler = layers.Dense(
+            config.hidden_size, config.hidden_size, config.initializer_range, tf.math.tanh,
+            use_einsum, dtype=self.dtype_policy, name="pooler")
+        self.built = True  # every variable exists already
+
+    @property
+    def embedding_table(self):
+        """The [V,E] word table (tied to the masked-LM output)."""
+        return self.embeddings.word_embeddings
+
+    def call(self, inputs, training=False):
+        input_ids = inputs["input_ids"]
+        input_mask = inputs.get("input_mask")
+        if input_mask is None:
+            input_mask = tf.ones_like(input_ids)
+        segment_ids = inputs.get("segment_ids")
+        if segment_ids is None:
+            segment_ids = tf.zeros_like(input_ids)
+        embedding_output = self.embeddings(input_ids, segment_ids, training=training)
+        hidden = embedding_output
+        if self.embedding_projection is not None:
+            hidden = self.embedding_projection(hidden)
+        encoder_outputs = []
+        for layer_index in range(self.config.num_hidden_layers):
+            for block in self.groups[self.config.group_index(layer_index)]:
+                hidden = block(hidden, input_mask, training=training)
+                encoder_outputs.append(hidden)
+        pooled_output = tf.cast(self.pooler(hidden[:, 0]), tf.float32)
+        return {
+            "sequence_output": hidden,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+
+    def checkpoint_variables(self):
+        """Ordered {original checkpoint name: variable}, e.g. `bert/embeddings/word_embeddings`."""
+        names = layers.prefixed("bert/embeddings/", self.embeddings.checkpoint_variables())
+        if self.embedding_projection is not None:
+            names.update(layers.prefixed("bert/encoder/embedding_hidden_mapping_in/",
+                                         self.embedding_projection.checkpoint_variables()))
+        for group_index, group in enumerate(self.groups):
+            for inner_index, block in enumerate(group):
+                scope = f"bert/encoder/transformer/group_{group_index}/inner_group_{inner_index}/"
+                names.update(layers.prefixed(scope, block.checkpoint_variables()))
+        names.update(layers.prefixed("bert/pooler/dense/", self.pooler.checkpoint_variables()))
+        return collections.OrderedDict(names)

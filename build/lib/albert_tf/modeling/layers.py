@@ -1,0 +1,126 @@
+"""Building blocks shared by the encoder and every head.
+
+Each layer creates its variables in `__init__` (all shapes follow from the config) and marks
+itself built (`self.built = True`, which also spares Keras a symbolic trace on the first call),
+so a model's `checkpoint_variables()` is complete before the first call and a checkpoint can be
+loaded into a model that has never run. Each layer names its own variables in the original layout
+(`kernel`, `bias`, `beta`, `gamma`, ...) through `checkpoint_variables()`; parents prefix them
+with their scope. Nothing outside `albert_tf/modeling/` knows the names.
+
+Precision: variables are float32. Matrix products run in the layer's compute dtype (bfloat16 or
+float16 under a Keras mixed policy); LayerNorm, softmax and logits run in the variable dtype
+(float32), as `float32_policy(layer)` arranges.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+LAYER_NORM_EPSILON = 1e-12  # tf.contrib.layers.layer_norm's hard-coded value (Keras default: 1e-3)
+MASK_ADDER = -10000.0
+
+
+def truncated_normal(stddev):
+    """The original's `create_initializer`: truncated at two standard deviations."""
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+def get_activation(name):
+    """The original's `get_activation`; "gelu" is the tanh approximation (HF: "gelu_new")."""
+    if name == "gelu":
+        return lambda x: tf.nn.gelu(x, approximate=True)
+    if name == "relu":
+        return tf.nn.relu
+    if name == "tanh":
+        return tf.math.tanh
+    if name == "linear":
+        return None
+    raise ValueError(f"unsupported activation {name!r}; expected gelu, relu, tanh or linear")
+
+
+def float32_policy(layer_or_policy):
+    """The policy that keeps a mixed-precision model's LayerNorm/softmax/logits in float32."""
+    policy = keras.dtype_policies.get(layer_or_policy)
+    return keras.DTypePolicy(policy.variable_dtype)
+
+
+def prefixed(prefix, named_variables):
+    """`{prefix + name: variable}` in the same order."""
+    return collections.OrderedDict((prefix + name, variable) for name, variable in named_variables.items())
+
+
+class LayerNorm(keras.layers.LayerNormalization):
+    """LayerNorm over the last axis with epsilon 1e-12, computed in float32; variables beta/gamma."""
+
+    def __init__(self, width, dtype=None, **kwargs):
+        super().__init__(axis=-1, epsilon=LAYER_NORM_EPSILON, dtype=float32_policy(dtype), **kwargs)
+        self.build((None, width))
+
+    def checkpoint_variables(self):
+        return collections.OrderedDict([("beta", self.beta), ("gamma", self.gamma)])
+
+
+class Dense(keras.layers.Layer):
+    """A dense layer with the original's 2-D kernel [in, out] and bias [out].
+
+    `use_einsum=True` computes "BFH,HO->BFO" with tf.einsum (the original's `dense_layer_2d`);
+    False reshapes to 2-D and uses MatMul, so the graph has no Einsum op (TFLite, TF 1.15 hub).
+    """
+
+    def __init__(self, input_width, output_width, initializer_range, activation=None,
+                 use_einsum=True, use_bias=True, **kwargs):
+        super().__init__(**kwargs)
+        self.input_width = input_width
+        self.output_width = output_width
+        self.activation = activation
+        self.use_einsum = use_einsum
+        self.kernel = self.add_weight(
+            name="kernel", shape=(input_width, output_width),
+            initializer=truncated_normal(initializer_range))
+        self.bias = (self.add_weight(name="bias", shape=(output_width,), initializer="zeros")
+                     if use_bias else None)
+        self.built = True  # every variable exists already
+
+    def call(self, inputs):
+        if inputs.shape.rank == 3 and self.use_einsum:
+            return self._activate(self._add_bias(tf.einsum("BFH,HO->BFO", inputs, self.kernel)))
+        if inputs.shape.rank == 2:
+            return self._activate(self._add_bias(tf.matmul(inputs, self.kernel)))
+        # MatMul + BiasAdd (+ activation) on the 2-D view: a pattern oneDNN fuses into one kernel.
+        flat = self._activate(self._add_bias(tf.matmul(tf.reshape(inputs, [-1, self.input_width]), self.kernel)))
+        return tf.reshape(flat, tf.concat([tf.shape(inputs)[:-1], [self.output_width]], axis=0))
+
+    def _add_bias(self, outputs):
+        return outputs if self.bias is None else tf.nn.bias_add(outputs, self.bias)
+
+    def _activate(self, outputs):
+        return outputs if self.activation is None else self.activation(outputs)
+
+    def checkpoint_variables(self):
+        names = [("kernel", self.kernel)]
+        if self.bias is not None:
+            names.append(("bias", self.bias))
+        return collections.OrderedDict(names)
+
+
+class ClassificationHead(keras.layers.Layer):
+    """logits = x · output_weightsᵀ + output_bias [num_labels], float32 under any policy.
+
+    The original's SOP, GLUE and RACE heads all have this form (`output_weights` [num_labels, H]).
+    """
+
+    def __init__(self, hidden_size, num_labels, stddev, dtype=None, **kwargs):
+        super().__init__(dtype=float32_policy(dtype), **kwargs)
+        self.output_weights = self.add_weight(
+            name="output_weights", shape=(num_labels, hidden_size),
+            initializer=truncated_normal(stddev))
+        self.output_bias = self.add_weight(name="output_bias", shape=(num_labels,), initializer="zeros")
+        self.built = True  # every variable exists already
+
+    def call(self, pooled_output):
+        return tf.matmul(pooled_output, self.output_weights, transpose_b=True) + self.output_bias
+
+    def checkpoint_variables(self):
+        return collections.OrderedDict([("output_weights", self.output_weights),
+                                        ("output_bias", self.output_bias)])

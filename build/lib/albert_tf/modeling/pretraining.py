@@ -1,0 +1,78 @@
+"""Pretraining heads (`cls/predictions`, `cls/seq_relationship`) and `AlbertPretrainingModel`.
+
+Masked LM: gather `sequence_output` at `masked_lm_positions` [B,M], dense H→E with hidden_act,
+LayerNorm, then logits = x · word_embeddingsᵀ + output_bias [V] (weights tied to the encoder's
+table). Sentence order: logits = pooled_output · output_weightsᵀ + output_bias, 2 classes.
+Logits are float32 under any precision policy; losses live with the pretraining job.
+"""
+
+import collections
+
+import keras
+import tensorflow as tf
+
+from albert_tf.modeling import encoder as encoder_lib
+from albert_tf.modeling import layers
+
+
+class MaskedLMHead(keras.layers.Layer):
+    """`cls/predictions`: `transform/dense`, `transform/LayerNorm`, `output_bias`."""
+
+    def __init__(self, config, embedding_table, use_einsum=True, dtype=None, **kwargs):
+        # The head itself is float32 (so the tied table is read in float32); the transform
+        # runs in the model's compute dtype.
+        super().__init__(dtype=layers.float32_policy(dtype), **kwargs)
+        self.embedding_table = embedding_table
+        self.transform = layers.Dense(
+            config.hidden_size, config.embedding_size, config.initializer_range,
+            layers.get_activation(config.hidden_act), use_einsum, dtype=dtype, name="transform")
+        self.layer_norm = layers.LayerNorm(config.embedding_size, dtype=dtype, name="LayerNorm")
+        self.output_bias = self.add_weight(name="output_bias", shape=(config.vocab_size,),
+                                           initializer="zeros")
+        self.built = True  # every variable exists already
+
+    def call(self, sequence_output, masked_lm_positions):
+        """[B,S,H], [B,M] → float32 logits [B,M,V]."""
+        gathered = tf.gather(sequence_output, masked_lm_positions, batch_dims=1)
+        transformed = self.layer_norm(self.transform(gathered))
+        return tf.matmul(transformed, self.embedding_table, transpose_b=True) + self.output_bias
+
+    def checkpoint_variables(self):
+        return collections.OrderedDict([
+            *layers.prefixed("transform/dense/", self.transform.checkpoint_variables()).items(),
+            *layers.prefixed("transform/LayerNorm/", self.layer_norm.checkpoint_variables()).items(),
+            ("output_bias", self.output_bias),
+        ])
+
+
+class AlbertPretrainingModel(keras.Model):
+    """Encoder + masked-LM + sentence-order heads.
+
+    `model(inputs, training)` takes the encoder's inputs plus optional int32
+    `masked_lm_positions` [B,M]; returns the encoder's outputs plus `sop_logits` [B,2] and, when
+    positions are given, `mlm_logits` [B,M,V].
+    """
+
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=True, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        self.encoder = encoder_lib.AlbertEncoder(
+            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
+        self.mlm_head = MaskedLMHead(config, self.encoder.embedding_table, use_einsum,
+                                     dtype=self.dtype_policy, name="predictions")
+        self.sop_head = layers.ClassificationHead(config.hidden_size, 2, config.initializer_range,
+                                           dtype=self.dtype_policy, name="seq_relationship")
+        self.built = True  # every variable exists already
+
+    def call(self, inputs, training=False):
+        outputs = dict(self.encoder(inputs, training=training))
+        outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
+        if inputs.get("masked_lm_positions") is not None:
+            outputs["mlm_logits"] = self.mlm_head(outputs["sequence_output"], inputs["masked_lm_positions"])
+        return outputs
+
+    def checkpoint_variables(self):
+        names = self.encoder.checkpoint_variables()
+        names.update(layers.prefixed("cls/predictions/", self.mlm_head.checkpoint_variables()))
+        names.update(layers.prefixed("cls/seq_relationship/", self.sop_head.checkpoint_variables()))
+        return names

@@ -1,0 +1,1 @@
+"""Pretraining: instance creation (SOP pairs, n-gram masking), TFRecord I/O, MLM + SOP losses."""

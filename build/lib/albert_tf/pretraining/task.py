@@ -1,0 +1,116 @@
+"""The masked-LM + sentence-order pretraining task of run_pretraining.py.
+
+Losses, as the original's model_fn:
+    masked_lm_loss      = Σ w·(−log p(id)) / (Σ w + 1e-5)    over masked positions, w = weights
+    sentence_order_loss = mean over examples of −log p(label)
+    loss                = masked_lm_loss + sentence_order_loss
+The sums run over the whole global batch (see `training.task.Task`), so the loss does not
+depend on the number of replicas or accumulation micro-batches.
+
+Metrics, names exact: masked_lm_accuracy (weighted by masked_lm_weights), masked_lm_loss
+(weighted mean of the per-position loss), sentence_order_accuracy, sentence_order_loss; the loop
+adds loss and global_step.
+"""
+
+import keras
+import tensorflow as tf
+
+from albert_tf import cli
+from albert_tf.modeling import pretraining as pretraining_model
+from albert_tf.pretraining import input_pipeline
+from albert_tf.training import strategy as strategy_lib, task
+
+MLM_DENOMINATOR_EPSILON = 1e-5
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
+
+
+def masked_lm_losses(features, outputs):
+    """Per-position −log p(masked_lm_ids) [B,M] and the weights [B,M] (float32)."""
+    log_probs = tf.nn.log_softmax(outputs["mlm_logits"], axis=-1)
+    ids = tf.cast(features["masked_lm_ids"], tf.int32)
+    per_position = -tf.reduce_sum(
+        tf.one_hot(ids, tf.shape(log_probs)[-1], dtype=log_probs.dtype) * log_probs, axis=-1)
+    return per_position, tf.cast(features["masked_lm_weights"], tf.float32)
+
+
+def sentence_order_losses(features, outputs):
+    """Per-example −log p(next_sentence_labels) [B]."""
+    log_probs = tf.nn.log_softmax(outputs["sop_logits"], axis=-1)
+    labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+    return -tf.reduce_sum(tf.one_hot(labels, 2, dtype=log_probs.dtype) * log_probs, axis=-1)
+
+
+class PretrainingTask(task.Task):
+    """MLM + SOP on the TFRecords of create_pretraining_data.py."""
+
+    eval_metric_name = "masked_lm_accuracy"
+    eval_metric_higher_is_better = True
+
+    def __init__(self, albert_config, input_files, max_seq_length, max_predictions_per_seq,
+                 eval_input_files=None, seed=None):
+        """`input_files`, `eval_input_files`: comma-separated files/globs (or lists of them)."""
+        if max_seq_length > albert_config.max_position_embeddings:
+            raise cli.UserInputError(
+                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
+                f"{albert_config.max_position_embeddings} of the ALBERT config")
+        self.albert_config = albert_config
+        self.input_files = input_files
+        self.eval_input_files = eval_input_files or input_files
+        self.max_seq_length = max_seq_length
+        self.max_predictions_per_seq = max_predictions_per_seq
+        self.seed = seed
+
+    def build_model(self, strategy):
+        # reshape+matmul rather than Einsum: the same variables and results, and a faster step
+        # on CPU (bench/RESULTS.md, "GLUE classifier")
+        return pretraining_model.AlbertPretrainingModel(
+            self.albert_config, use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
+            use_einsum=False)
+
+    def train_dataset(self, input_context, batch_size):
+        return input_pipeline.pretraining_dataset(
+            self.input_files, batch_size=batch_size, max_seq_length=self.max_seq_length,
+            max_predictions_per_seq=self.max_predictions_per_seq, is_training=True,
+            input_context=input_context, seed=self.seed)
+
+    def eval_dataset(self, input_context, batch_size):
+        return input_pipeline.pretraining_dataset(
+            self.eval_input_files, batch_size=batch_size, max_seq_length=self.max_seq_length,
+            max_predictions_per_seq=self.max_predictions_per_seq, is_training=False,
+            input_context=input_context)
+
+    def call_model(self, model, features, training):
+        return model({name: features[name] for name in MODEL_INPUTS}, training=training)
+
+    def loss_normalizers(self, features):
+        return {
+            "masked_lm_weights": tf.reduce_sum(tf.cast(features["masked_lm_weights"], tf.float32)),
+            "examples": tf.cast(tf.shape(features["input_ids"])[0], tf.float32),
+        }
+
+    def compute_loss(self, features, outputs, normalizers):
+        per_position, weights = masked_lm_losses(features, outputs)
+        masked_lm = tf.reduce_sum(weights * per_position) / (
+            normalizers["masked_lm_weights"] + MLM_DENOMINATOR_EPSILON)
+        sentence_order = tf.reduce_sum(sentence_order_losses(features, outputs)) / (
+            normalizers["examples"])
+        return masked_lm + sentence_order
+
+    def build_metrics(self):
+        return {
+            "masked_lm_accuracy": keras.metrics.Accuracy(name="masked_lm_accuracy"),
+            "masked_lm_loss": keras.metrics.Mean(name="masked_lm_loss"),
+            "sentence_order_accuracy": keras.metrics.Accuracy(name="sentence_order_accuracy"),
+            "sentence_order_loss": keras.metrics.Mean(name="sentence_order_loss"),
+        }
+
+    def update_metrics(self, metrics, features, outputs):
+        per_position, weights = masked_lm_losses(features, outputs)
+        predictions = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
+        ids = tf.cast(features["masked_lm_ids"], tf.int32)
+        metrics["masked_lm_accuracy"].update_state(ids, predictions, sample_weight=weights)
+        metrics["masked_lm_loss"].update_state(per_position, sample_weight=weights)
+        labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+        sop_predictions = tf.argmax(outputs["sop_logits"], axis=-1, output_type=tf.int32)
+        metrics["sentence_order_accuracy"].update_state(labels, sop_predictions)
+        metrics["sentence_order_loss"].update_state(sentence_order_losses(features, outputs))

@@ -1,0 +1,1 @@
+"""RACE multiple-choice reading comprehension: reader, features, head."""

@@ -1,0 +1,78 @@
+"""SavedModel export of a fine-tuned RACE model, for TensorFlow Serving or `tf.saved_model.load`.
+
+The original run_race.py had no export. Signatures:
+  serving_default  int32 `input_ids`, `input_mask`, `segment_ids` [batch, 4, seq_length]: the
+                   four `[CLS] article [SEP] question+option [SEP]` sequences of
+                   `features.FeatureConverter` (seq_length <= max_position_embeddings).
+  text             string `article` [batch], `question` [batch], `options` [batch, 4], encoded
+                   in the graph exactly as the Python path (`graph_features.RaceTextEncoder`)
+                   with the run's max_seq_length / max_qa_length. Only with a SentencePiece
+                   model.
+Both return `logits` [batch, 4] float32 (the choice scores), `probabilities` [batch, 4] float32
+(their softmax) and `predictions` [batch] int32 (0..3 for A..D).
+The SavedModel goes to `<export_dir>/<version>/` with a numeric version (seconds since the epoch,
+as the original estimator exports; TF Serving serves the highest), written under a temporary
+name and renamed when complete.
+"""
+
+
+import keras
+import tensorflow as tf
+
+from albert_tf import checkpoints
+from albert_tf.export import versioned
+from albert_tf.modeling import multiple_choice
+from albert_tf.race import reader
+
+
+def _scores(model, inputs):
+    logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+            "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+
+def serving_archive(model, text_encoder=None):
+    """A Keras `ExportArchive` with the endpoints above (Keras 3 models are exported through
+    it: `tf.saved_model.save` would trace the model's float default signature); `text` only
+    with a `graph_features.RaceTextEncoder`."""
+    ids_spec = tf.TensorSpec([None, reader.NUM_CHOICES, None], tf.int32)
+
+    def serve_ids(input_ids, input_mask, segment_ids):
+        return _scores(model, {"input_ids": input_ids, "input_mask": input_mask,
+                               "segment_ids": segment_ids})
+
+    if not model.built:
+        dummy = tf.zeros([1, reader.NUM_CHOICES, 2], tf.int32)
+        model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy}, training=False)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serving_default", serve_ids,
+                         input_signature=[ids_spec, ids_spec, ids_spec])
+    if text_encoder is not None:
+        archive.track(text_encoder.tokenizer)
+
+        def serve_text(article, question, options):
+            return _scores(model, text_encoder(article, question, options))
+
+        archive.add_endpoint("text", serve_text, input_signature=[
+            tf.TensorSpec([None], tf.string, name="article"),
+            tf.TensorSpec([None], tf.string, name="question"),
+            tf.TensorSpec([None, reader.NUM_CHOICES], tf.string, name="options")])
+    return archive
+
+
+def load_model(albert_config, checkpoint_path):
+    """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint."""
+    model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES,
+                                                 use_einsum=False)  # faster to serve on CPU, same results
+    report = checkpoints.load_into(model.checkpoint_variables(), checkpoint_path)
+    if report.missing or report.mismatched:
+        raise checkpoints.CheckpointError(
+            f"{report.checkpoint_path}: not a RACE checkpoint, it lacks or mis-shapes "
+            f"{report.missing + [entry[0] for entry in report.mismatched]}")
+    return model
+
+
+def export_saved_model(model, export_dir, text_encoder=None):
+    """Writes `<export_dir>/<version>/` atomically; returns that path."""
+    return versioned.write_archive(serving_archive(model, text_encoder), export_dir)

@@ -1,0 +1,170 @@
+"""The run_race.py flow: feature caches, training, evaluation of every checkpoint, test, export.
+
+    job = RaceJob(data_dir, output_dir, albert_config, max_seq_length=512, max_qa_length=128,
+                  levels=("middle", "high"), spm_model_file="30k-clean.model")
+    trainer = job.build_trainer(strategy, training_config, do_train=True, do_eval=True)
+    job.train_and_evaluate(trainer, do_train=True, do_eval=True, eval_batch_size=8)
+    job.predict(trainer, predict_batch_size=8)   # predict_results.txt, test_predictions.tsv
+    job.export(export_dir)                       # <export_dir>/<version>/ SavedModel
+
+With --do_train and --do_eval together, each checkpoint is evaluated on the dev split as soon
+as it is saved, before the trainer's keep-checkpoint pruning can remove it, so every checkpoint
+is evaluated (the original kept all of them on disk instead). With --do_eval alone the
+evaluator polls `output_dir` for the checkpoints of a training job running elsewhere. Results
+go to `eval_results.txt`, `best_trial.txt` and `model.ckpt-best`
+(`training.evaluation.CheckpointEvaluator`).
+
+--do_predict scores the TEST split with model.ckpt-best under whatever strategy runs (the
+original raised NameError without a TPU) and writes the metrics to `predict_results.txt`
+and one line per question to `test_predictions.tsv`.
+"""
+
+import os
+
+from absl import logging
+
+from albert_tf import cli, io_utils, tf_tokenization, tokenization
+from albert_tf.race import export as race_export
+from albert_tf.race import features, graph_features, metrics, prepare, reader
+from albert_tf.race import task as race_task
+from albert_tf.training import evaluation, fine_tuning, loop
+
+PREDICT_RESULTS = "predict_results.txt"
+TEST_PREDICTIONS = "test_predictions.tsv"
+
+
+class RaceFlagError(cli.UserInputError):
+    """A flag combination run_race cannot run; the message names the flag."""
+
+
+def resolve_best_checkpoint(output_dir):
+    """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest checkpoint (warned)."""
+    return evaluation.best_or_latest_checkpoint(output_dir, RaceFlagError, "dev split")
+
+
+class RaceJob:
+    """RACE data settings, cache files and the model settings of one run."""
+
+    def __init__(self, data_dir, output_dir, albert_config, max_seq_length, max_qa_length,
+                 levels=reader.LEVELS, spm_model_file=None, vocab_file=None, do_lower_case=True,
+                 dropout_prob=0.1, train_file=None, eval_file=None, predict_file=None,
+                 length_buckets=None):
+        if max_seq_length > albert_config.max_position_embeddings:
+            raise RaceFlagError(
+                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings "
+                f"{albert_config.max_position_embeddings} of --albert_config_file")
+        features.check_lengths(max_seq_length, max_qa_length)
+        if not spm_model_file and not vocab_file:
+            raise RaceFlagError("give --spm_model_file (SentencePiece, the released models) or "
+                                "--vocab_file (WordPiece)")
+        if not 0.0 <= dropout_prob < 1.0:
+            raise RaceFlagError(f"--dropout_prob={dropout_prob}: must be in [0, 1)")
+        albert_config.check_vocabulary(
+            len(tokenization.FullTokenizer.from_scratch(vocab_file, do_lower_case,
+                                                        spm_model_file).vocab),
+            spm_model_file or vocab_file)
+        self.output_dir = output_dir
+        self.albert_config = albert_config
+        self.max_seq_length = max_seq_length
+        self.levels = tuple(levels)
+        self.dropout_prob = dropout_prob
+        self.length_buckets = length_buckets
+        self.requested = {"train": train_file, "dev": eval_file, "test": predict_file}
+        self._predictor = None
+        self.settings = prepare.CacheSettings(
+            data_dir=data_dir, levels=self.levels, max_seq_length=max_seq_length,
+            max_qa_length=max_qa_length, do_lower_case=do_lower_case,
+            spm_model_file=spm_model_file, vocab_file=vocab_file, default_dir=output_dir)
+
+    def cache(self, split):
+        """The feature cache of `split` (train, dev or test), written if missing."""
+        return prepare.prepare_split(self.settings, split, self.requested[split])
+
+    def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
+        fine_tuning.check_init_checkpoint(init_checkpoint, allow_random_init, do_train,
+                                          self.output_dir, RaceFlagError)
+
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+        """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
+        task = race_task.RaceTask(
+            self.albert_config, self.max_seq_length, self.levels, self.dropout_prob,
+            length_buckets=self.length_buckets,
+            train_file=self.cache("train") if do_train else None,
+            eval_file=self.cache("dev") if do_eval else None)
+        return loop.Trainer(task, strategy, training_config)
+
+    def score(self, trainer, checkpoint_path, path, batch_size):
+        """(metrics with `global_step`, predict arrays) of one checkpoint on one cache file."""
+        step = trainer.checkpoints.restore_model(checkpoint_path)
+        if self._predictor is None or self._predictor.model is not trainer.model:
+            self._predictor = race_task.Predictor(trainer.task, trainer.model, trainer.strategy)
+        arrays = self._predictor(path, batch_size)
+        results = metrics.race_metrics(arrays["logits"], arrays["label_ids"],
+                                       arrays["level_ids"], self.levels)
+        results["global_step"] = step
+        return results, arrays
+
+    def evaluate(self, trainer, checkpoint_path, batch_size):
+        results, _ = self.score(trainer, checkpoint_path, trainer.task.eval_file, batch_size)
+        trainer.write_eval_summaries(results)
+        return results
+
+    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
+                           eval_timeout_secs=7200.0, poll_seconds=5.0):
+        """Trains (--do_train) and/or evaluates every checkpoint (--do_eval); returns the
+        evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
+        return evaluation.train_and_evaluate(
+            trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
+            do_train, do_eval, eval_timeout_secs, poll_seconds)
+
+    def predict(self, trainer, batch_size):
+        """Scores the test split with model.ckpt-best; returns the two files written."""
+        checkpoint = resolve_best_checkpoint(self.output_dir)
+        test_file = self.cache("test")
+        results, arrays = self.score(trainer, checkpoint, test_file, batch_size)
+        ids = race_task.question_ids(test_file)
+        if len(ids) != len(arrays["label_ids"]):
+            raise RuntimeError(f"{test_file}: {len(arrays['label_ids'])} predictions for "
+                               f"{len(ids)} records")
+        best_value = evaluation.CheckpointEvaluator(
+            self.output_dir, None, "eval_accuracy").best_value
+        lines = [f"{key} = {results[key]}" for key in sorted(results)]
+        lines.append(f"checkpoint = {checkpoint}")
+        if best_value is not None:
+            lines.append(f"best_dev_eval_accuracy = {best_value}")
+        results_path = os.path.join(self.output_dir, PREDICT_RESULTS)
+        io_utils.atomic_write_text(results_path, "\n".join(lines) + "\n")
+        predictions_path = os.path.join(self.output_dir, TEST_PREDICTIONS)
+        io_utils.atomic_write_text(predictions_path, prediction_lines(ids, arrays))
+        logging.info("Test (%s): %s", checkpoint, ", ".join(lines))
+        return results_path, predictions_path
+
+    def export(self, export_dir):
+        """SavedModel of model.ckpt-best (else the latest checkpoint) in a version directory;
+        with a SentencePiece model it also has the raw-text signature `text`."""
+        checkpoint = resolve_best_checkpoint(self.output_dir)
+        model = race_export.load_model(self.albert_config, checkpoint)
+        text_encoder = None
+        if self.settings.spm_model_file:
+            tokenizer = tf_tokenization.InGraphTokenizer(self.settings.spm_model_file,
+                                                         self.settings.do_lower_case)
+            text_encoder = graph_features.RaceTextEncoder(
+                tokenizer, self.max_seq_length, self.settings.max_qa_length)
+        path = race_export.export_saved_model(model, export_dir, text_encoder)
+        logging.info("Exported %s to %s", checkpoint, path)
+        return path
+
+
+def prediction_lines(ids, arrays):
+    """`test_predictions.tsv`: a header, then one line per question in test-file order."""
+    header = ["id", "question", "level", "answer", "prediction",
+              *(f"prob_{letter}" for letter in reader.ANSWER_LETTERS)]
+    lines = ["\t".join(header)]
+    for (article_id, question), label, level, prediction, probabilities in zip(
+            ids, arrays["label_ids"], arrays["level_ids"], arrays["predictions"],
+            arrays["probabilities"]):
+        lines.append("\t".join([
+            article_id, str(question), reader.LEVELS[int(level)],
+            reader.ANSWER_LETTERS[int(label)], reader.ANSWER_LETTERS[int(prediction)],
+            *(f"{p:.6f}" for p in probabilities)]))
+    return "\n".join(lines) + "\n"

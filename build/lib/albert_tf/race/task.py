@@ -1,0 +1,179 @@
+"""RACE as a `training.task.Task`: the multiple-choice model, the cached records, the metrics.
+
+Evaluation batches are padded with `is_real_example = 0` records to whole batches on every
+replica (static shapes, as a TPU needs; the original padded on TPU only); the loss and the
+accuracy weight examples by `is_real_example`, so padding never counts. `Predictor` scores a
+whole cache file under any strategy and drops the padding; evaluation and prediction compute
+their metrics from its arrays (`metrics.race_metrics`).
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.modeling import multiple_choice
+from albert_tf.race import cache, reader
+from albert_tf.training import length_buckets as length_buckets_lib
+from albert_tf.training import prediction
+from albert_tf.training import strategy as strategy_lib
+from albert_tf.training import task as task_lib
+
+TRAIN_SHUFFLE_BUFFER = 1000  # serialized records; the original shuffled 100 parsed ones
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
+_KEPT_FIELDS = MODEL_INPUTS + ("label_ids", "is_real_example", "level_ids")
+
+
+def _model_fields(record):
+    """The numeric fields a step needs (strings cannot go to a TPU)."""
+    return {name: record[name] for name in _KEPT_FIELDS}
+
+
+def _padding_record(max_seq_length, with_index):
+    shape = [reader.NUM_CHOICES, max_seq_length]
+    record = {name: tf.zeros(shape, tf.int32) for name in MODEL_INPUTS}
+    record.update({name: tf.constant(0, tf.int32)
+                   for name in ("label_ids", "is_real_example", "level_ids")})
+    if with_index:
+        record["record_index"] = tf.constant(-1, tf.int32)
+    return record
+
+
+def _replicas_per_pipeline(input_context):
+    if input_context is None:
+        return 1
+    return max(1, input_context.num_replicas_in_sync // input_context.num_input_pipelines)
+
+
+def padded_batches(records, padding_record, batch_size, replicas_per_pipeline):
+    """Batches of exactly `batch_size`, as many as a multiple of the replicas fed by this
+    pipeline: fewer than one group of padding records is appended, then only whole groups kept."""
+    group = batch_size * replicas_per_pipeline
+    padding = tf.data.Dataset.from_tensors(padding_record).repeat(group - 1)
+    return (records.concatenate(padding).batch(group, drop_remainder=True).unbatch()
+            .batch(batch_size, drop_remainder=True))
+
+
+class RaceTask(task_lib.Task):
+    """RACE fine-tuning on the records of `cache.write`."""
+
+    eval_metric_name = "eval_accuracy"
+    eval_metric_higher_is_better = True
+
+    def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
+                 train_file=None, eval_file=None, use_einsum=False, length_buckets=None):
+        """`length_buckets`: trim each batch to one of these lengths (see
+        `training.length_buckets`); None pads to max_seq_length as the original."""
+        self.albert_config = albert_config
+        self.max_seq_length = max_seq_length
+        self.levels = tuple(level for level in reader.LEVELS if level in levels)
+        self.dropout_prob = dropout_prob
+        self.train_file = train_file
+        self.eval_file = eval_file
+        self.use_einsum = use_einsum
+        self.length_buckets = length_buckets
+
+    def build_model(self, strategy):
+        return multiple_choice.AlbertMultipleChoice(
+            self.albert_config, num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob,
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy), use_einsum=self.use_einsum)
+
+    def _records(self, path, input_context, with_index=False):
+        dataset = tf.data.TFRecordDataset(path)
+        if with_index:
+            dataset = dataset.enumerate()
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        return dataset
+
+    def _parse(self, record, index=None):
+        fields = _model_fields(cache.parse(record, self.max_seq_length))
+        if index is not None:
+            fields["record_index"] = tf.cast(index, tf.int32)
+        return fields
+
+    def train_dataset(self, input_context, batch_size):
+        if not self.train_file:
+            raise ValueError("RaceTask has no train_file")
+        dataset = self._records(self.train_file, input_context).repeat()
+        dataset = dataset.shuffle(TRAIN_SHUFFLE_BUFFER).map(
+            self._parse, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.batch(batch_size, drop_remainder=True)
+        return self._trimmed(dataset).prefetch(tf.data.AUTOTUNE)
+
+    def eval_dataset(self, input_context, batch_size):
+        if not self.eval_file:
+            raise ValueError("RaceTask has no eval_file")
+        return self.dataset_of(self.eval_file, batch_size, input_context)
+
+    def dataset_of(self, path, batch_size, input_context=None, with_index=False):
+        """Padded evaluation batches of any cache file; `with_index` adds `record_index` (the
+        record's position in the file, -1 for padding)."""
+        records = self._records(path, input_context, with_index).map(
+            (lambda index, record: self._parse(record, index)) if with_index else self._parse,
+            num_parallel_calls=tf.data.AUTOTUNE)
+        batches = padded_batches(
+            records, _padding_record(self.max_seq_length, with_index), batch_size,
+            _replicas_per_pipeline(input_context))
+        return self._trimmed(batches).prefetch(tf.data.AUTOTUNE)
+
+    def _trimmed(self, batches):
+        return length_buckets_lib.trim_dataset(batches, self.length_buckets, self.max_seq_length)
+
+    def per_example_loss(self, features, outputs):
+        losses = multiple_choice.per_example_loss(features["label_ids"], outputs["logits"])
+        return losses * tf.cast(features["is_real_example"], tf.float32)
+
+    def loss_normalizers(self, features):
+        return {"examples": tf.reduce_sum(tf.cast(features["is_real_example"], tf.float32))}
+
+    def compute_loss(self, features, outputs, normalizers):
+        # A padding-only evaluation batch has no real example: its share of the loss is 0.
+        losses = self.per_example_loss(features, outputs)
+        return tf.math.divide_no_nan(tf.reduce_sum(losses), normalizers["examples"])
+
+    def build_metrics(self):
+        """Training-time accuracy for the logs; evaluation uses `metrics.race_metrics`."""
+        return {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
+
+    def update_metrics(self, metrics, features, outputs):
+        metrics["accuracy"].update_state(
+            features["label_ids"], outputs["logits"],
+            sample_weight=tf.cast(features["is_real_example"], tf.float32))
+
+
+def question_ids(path):
+    """[(article id, question index)] of a cache file, in record order."""
+    spec = {"example_id": tf.io.FixedLenFeature([], tf.string),
+            "question_index": tf.io.FixedLenFeature([], tf.int64)}
+    dataset = tf.data.TFRecordDataset(path).map(lambda r: tf.io.parse_single_example(r, spec))
+    return [(record["example_id"].decode("utf-8"), int(record["question_index"]))
+            for record in dataset.as_numpy_iterator()]
+
+
+class Predictor:
+    """Scores whole cache files under a strategy (one traced step, reused for every file)."""
+
+    def __init__(self, task, model, strategy):
+        self.task, self.model, self.strategy = task, model, strategy
+
+    def _replica_fn(self, batch):
+        outputs = self.task.call_model(self.model, batch, training=False)
+        return {"logits": tf.cast(outputs["logits"], tf.float32),
+                "record_index": batch["record_index"], "label_ids": batch["label_ids"],
+                "level_ids": batch["level_ids"]}
+
+    def __call__(self, path, batch_size):
+        """Numpy arrays in record order: `logits`, `probabilities` [N, 4], `predictions`,
+        `label_ids`, `level_ids` [N]."""
+        def dataset_fn(input_context):
+            per_replica = input_context.get_per_replica_batch_size(batch_size)
+            return self.task.dataset_of(path, per_replica, input_context, with_index=True)
+
+        arrays = prediction.predict(self.strategy, self._replica_fn, dataset_fn=dataset_fn,
+                                    order_key="record_index", what=f"Scoring {path}")
+        logits = arrays["logits"]
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)
+        arrays["predictions"] = logits.argmax(axis=-1)
+        return arrays

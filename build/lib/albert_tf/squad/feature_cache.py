@@ -1,0 +1,106 @@
+"""Optional on-disk caches of SQuAD features: a TFRecord plus a JSON side file, never a pickle.
+
+The original required `--train_feature_file`, `--predict_feature_file` and a pickled
+`--predict_feature_left_file`, and reused them whenever they existed. Here each is optional and
+its file name carries a key made of every input it depends on: max_seq_length, doc_stride,
+max_query_length, lower-casing, train/predict, and a hash of the SQuAD file and the
+SentencePiece model. A changed flag or file gives a new name, so a stale cache is never read.
+The JSON side file holds the post-processing metadata of each window (index maps, max-context
+positions) and the full key; it is written last, so a cache without it is incomplete and
+gets rebuilt. Both files are written to temporary names and renamed when complete.
+"""
+
+import hashlib
+import json
+import os
+
+import tensorflow as tf
+
+from albert_tf import cli, io_utils
+from albert_tf.squad import features as features_lib
+from albert_tf.squad import records
+
+FORMAT_VERSION = 1
+_RECORD_SUFFIXES = (".tf_record", ".tfrecord", ".tfrecords", ".record")
+
+
+def file_fingerprint(path):
+    """First 12 hex digits of the SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:12]
+
+
+def cache_key(input_file, spm_model_file, max_seq_length, doc_stride, max_query_length,
+              do_lower_case, is_training):
+    """The string that names a cache: readable flags plus a hash of everything it depends on."""
+    inputs = {"format": FORMAT_VERSION, "data": file_fingerprint(input_file),
+              "spm": file_fingerprint(spm_model_file)}
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+    split = "train" if is_training else "predict"
+    case = "uncased" if do_lower_case else "cased"
+    return (f"squad-{split}-seq{max_seq_length}-stride{doc_stride}-query{max_query_length}"
+            f"-{case}-{digest}")
+
+
+def cache_paths(record_file, side_file, key):
+    """(TFRecord path, JSON path) derived from the flags: `<stem>.<key><suffix>`.
+
+    Without a side-file flag the JSON sits beside the TFRecord.
+    """
+    stem, suffix = os.path.splitext(record_file)
+    if suffix not in _RECORD_SUFFIXES:
+        stem, suffix = record_file, ".tf_record"
+    side_stem = os.path.splitext(side_file)[0] if side_file else stem
+    return f"{stem}.{key}{suffix}", f"{side_stem}.{key}.json"
+
+
+def _feature_metadata(feature):
+    return {
+        "unique_id": feature.unique_id, "example_index": feature.example_index,
+        "doc_span_index": feature.doc_span_index, "doc_offset": feature.doc_offset,
+        "tok_start_to_orig_index": feature.tok_start_to_orig_index,
+        "tok_end_to_orig_index": feature.tok_end_to_orig_index,
+        "max_context_positions": sorted(p for p, v in feature.token_is_max_context.items() if v),
+        "other_positions": sorted(p for p, v in feature.token_is_max_context.items() if not v),
+    }
+
+
+def _metadata_to_feature(entry):
+    is_max = {p: True for p in entry["max_context_positions"]}
+    is_max.update({p: False for p in entry["other_positions"]})
+    return features_lib.InputFeatures(
+        unique_id=entry["unique_id"], example_index=entry["example_index"],
+        doc_span_index=entry["doc_span_index"], doc_offset=entry["doc_offset"],
+        tok_start_to_orig_index=entry["tok_start_to_orig_index"],
+        tok_end_to_orig_index=entry["tok_end_to_orig_index"], token_is_max_context=is_max,
+        input_ids=None, input_mask=None, segment_ids=None, p_mask=None)
+
+
+def write(features, key, record_path, side_path, is_training):
+    """Writes the TFRecord, then the side file (the side file marks the cache complete)."""
+    with io_utils.atomic_path(record_path) as temp:
+        with tf.io.TFRecordWriter(temp) as writer:
+            for feature in features:
+                writer.write(records.serialize(feature, is_training))
+    side = {"key": key, "num_features": len(features)}
+    if not is_training:
+        side["features"] = [_feature_metadata(f) for f in features]
+    io_utils.atomic_write_text(side_path, json.dumps(side))
+
+
+def read(key, record_path, side_path):
+    """(num_features, metadata-only InputFeatures or []) of a complete cache, or None if absent.
+
+    A side file whose key differs from `key` is an error (it was renamed by hand).
+    """
+    if not (tf.io.gfile.exists(side_path) and tf.io.gfile.exists(record_path)):
+        return None
+    with tf.io.gfile.GFile(side_path, "r") as reader:
+        side = json.load(reader)
+    if side.get("key") != key:
+        raise cli.UserInputError(f"{side_path}: feature cache built for {side.get('key')!r}, "
+                         f"expected {key!r}; delete it or choose another path")
+    return side["num_features"], [_metadata_to_feature(e) for e in side.get("features", [])]

@@ -1,0 +1,166 @@
+"""Scores a SQuAD model on a predict set: run the model, post-process, write files, score.
+
+v1: the official v1.1 `exact_match` and `f1`.
+
+v2 (a fix of the original): the original tuned the no-answer threshold on the evaluated set itself
+and first scored logits against the official script's probability cut of 1.0. Here the
+threshold on `null_odds` (min `cls_logits`, a logit) is one of
+  * `fixed_threshold` (`--null_score_diff_threshold`), or
+  * the best-F1 threshold on a separate labelled set (`--threshold_predict_file`), or
+  * by default the best-F1 threshold on the predict set itself; the results then say so
+    (`null_threshold_chosen_on = predict_file (tuned on the evaluated set, not held out)`).
+A chosen threshold is moved half-way to the next higher no-answer score (`midpoint_threshold`):
+the official search returns a score some question sits exactly on.
+The predictions at that threshold ("" = no answer) are scored as they are with the official
+v2.0 logic: `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*`.
+"""
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.squad import evaluation, postprocess, records
+from albert_tf.training import length_buckets as length_buckets_lib
+from albert_tf.training import prediction
+
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "p_mask")
+RAW_OUTPUTS = ("start_logits", "end_logits", "start_top_log_probs", "start_top_index",
+               "end_top_log_probs", "end_top_index", "cls_logits")
+TUNED_ON_PREDICT_SET = "predict_file (tuned on the evaluated set, not held out)"
+
+
+class SquadEvaluator:
+    """`evaluate(model, output_dir)` → results dict; writes the prediction files."""
+
+    def __init__(self, predict_set, version_2_with_negative, max_seq_length, batch_size,
+                 n_best_size=20, max_answer_length=30, start_n_top=5, end_n_top=5,
+                 threshold_set=None, fixed_threshold=None, strategy=None, length_buckets=None):
+        """`strategy`: the model's (each batch is split over its replicas); `length_buckets`:
+        trim batches to a bucket length (`training.length_buckets`; v2 only, whose heads mask
+        padding out, so the results are those of the padded batches)."""
+        self.predict_set, self.threshold_set = predict_set, threshold_set
+        self.version_2 = version_2_with_negative
+        self.max_seq_length, self.batch_size = max_seq_length, batch_size
+        self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
+        self.start_n_top, self.end_n_top = start_n_top, end_n_top
+        self.fixed_threshold = fixed_threshold
+        self.strategy = strategy
+        if length_buckets is not None and not version_2_with_negative:
+            raise ValueError("length buckets need SQuAD v2's masked heads")
+        self.length_buckets = length_buckets
+
+    def raw_results(self, model, predict_set):
+        """RawResultV1/V2 for every window of `predict_set`, in record order."""
+        dataset = length_buckets_lib.trim_dataset(
+            records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
+                                     False).batch(self.batch_size),
+            self.length_buckets, self.max_seq_length)
+
+        def replica_fn(batch):
+            outputs = model({k: batch[k] for k in MODEL_INPUTS}, training=False)
+            outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v
+                       for k, v in outputs.items() if k in RAW_OUTPUTS}
+            return dict(outputs, unique_ids=batch["unique_ids"])
+
+        outputs = prediction.predict(self.strategy, replica_fn, dataset=dataset,
+                                     what=f"Predicting {predict_set.input_file}")
+        results = []
+        for i, unique_id in enumerate(outputs["unique_ids"]):
+            if self.version_2:
+                results.append(postprocess.RawResultV2(
+                    int(unique_id), outputs["start_top_log_probs"][i],
+                    outputs["start_top_index"][i], outputs["end_top_log_probs"][i],
+                    outputs["end_top_index"][i], float(outputs["cls_logits"][i])))
+            else:
+                results.append(postprocess.RawResultV1(
+                    int(unique_id), outputs["start_logits"][i], outputs["end_logits"][i]))
+        return results
+
+    def _predict_v2(self, model, predict_set):
+        return postprocess.predict_v2(
+            predict_set.examples, predict_set.features, self.raw_results(model, predict_set),
+            self.n_best_size, self.max_answer_length, self.start_n_top, self.end_n_top)
+
+    @property
+    def is_labelled(self):
+        """Whether the predict file has gold answers to score against (a test set has none:
+        the original wrote its predictions and scored nothing)."""
+        return has_answers(self.predict_set.dataset)
+
+    def predict_unlabelled(self, model, output_dir):
+        """Writes the prediction files of an unlabelled predict set; returns its threshold
+        (v2) or None. v2 takes --null_score_diff_threshold, else the best threshold on
+        --threshold_predict_file, else 0.0 (the original's default)."""
+        if not self.version_2:
+            self._write_v1(model, output_dir)
+            return None
+        best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
+        if self.fixed_threshold is not None or self.threshold_set is not None:
+            threshold, _ = self._choose_threshold(model, best_texts, null_odds)
+        else:
+            threshold = 0.0
+            logging.warning("%s has no answers to tune the no-answer threshold on and no "
+                            "--threshold_predict_file or --null_score_diff_threshold was given: "
+                            "using 0.0", self.predict_set.input_file)
+        self._write_v2(output_dir, best_texts, nbest, null_odds, threshold)
+        return threshold
+
+    def evaluate(self, model, output_dir):
+        if not self.version_2:
+            predictions = self._write_v1(model, output_dir)
+            return dict(evaluation.evaluate_v1(self.predict_set.dataset, predictions))
+        best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
+        threshold, source = self._choose_threshold(model, best_texts, null_odds)
+        predictions = self._write_v2(output_dir, best_texts, nbest, null_odds, threshold)
+        results = dict(evaluation.evaluate_v2(self.predict_set.dataset, predictions))
+        results["null_score_diff_threshold"] = threshold
+        results["null_threshold_chosen_on"] = source
+        return results
+
+    def _write_v1(self, model, output_dir):
+        predictions, nbest = postprocess.predict_v1(
+            self.predict_set.examples, self.predict_set.features,
+            self.raw_results(model, self.predict_set), self.n_best_size, self.max_answer_length)
+        postprocess.write_prediction_files(output_dir, predictions, nbest)
+        return predictions
+
+    @staticmethod
+    def _write_v2(output_dir, best_texts, nbest, null_odds, threshold):
+        predictions = postprocess.apply_null_threshold(best_texts, null_odds, threshold)
+        postprocess.write_prediction_files(output_dir, predictions, nbest, null_odds)
+        return predictions
+
+    def _choose_threshold(self, model, best_texts, null_odds):
+        """(threshold, where it came from); see the module docstring."""
+        if self.fixed_threshold is not None:
+            return self.fixed_threshold, "--null_score_diff_threshold"
+        if self.threshold_set is not None:
+            labelled = self.threshold_set
+            best_texts, _, null_odds = self._predict_v2(model, labelled)
+            source = f"threshold_predict_file {labelled.input_file}"
+        else:
+            labelled, source = self.predict_set, TUNED_ON_PREDICT_SET
+        _, f1_raw = evaluation.get_raw_scores(labelled.dataset, best_texts)
+        _, threshold = evaluation.find_best_thresh(
+            best_texts, f1_raw, null_odds, evaluation.make_qid_to_has_ans(labelled.dataset),
+            initial_thresh=float("-inf"))
+        threshold = midpoint_threshold(threshold, null_odds.values())
+        logging.info("No-answer threshold %.6g chosen on %s", threshold, source)
+        return threshold, source
+
+
+def has_answers(dataset):
+    """Any question of a SQuAD `data` list with an `answers` list or an `is_impossible` flag."""
+    return any("answers" in qa or "is_impossible" in qa
+               for article in dataset for paragraph in article.get("paragraphs", [])
+               for qa in paragraph.get("qas", []))
+
+
+def midpoint_threshold(threshold, null_scores):
+    """Moves the official threshold (the no-answer score of the last question it answers, so a
+    question sits exactly on it) half-way to the next higher score: the same decisions on the
+    tuning set, with a margin on both sides for other sets and float rounding."""
+    above = [s for s in null_scores if s > threshold]
+    if not above or not np.isfinite(threshold):
+        return threshold
+    return (threshold + min(above)) / 2.0

@@ -1,0 +1,134 @@
+"""Reads SQuAD v1.1 / v2.0 JSON (`data → paragraphs → context, qas`) into `SquadExample`s.
+
+A file whose structure is wrong (no `data`, an article without `paragraphs`, a paragraph without
+`context` or `qas`, a question without `id`/`question`) is rejected before anything is built,
+with an error naming the file and the JSON path. Problems with one training question (no answer,
+an `answer_start` that does not point at its `text`) skip that question only; the skip is logged
+with its id and counted in the returned `ReadReport`.
+"""
+
+import dataclasses
+import json
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import cli
+
+
+class SquadFormatError(cli.UserInputError):
+    """The SQuAD JSON does not have the official layout."""
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question on one paragraph. `start_position` is a character offset (−1: impossible)."""
+
+    qas_id: str
+    question_text: str
+    paragraph_text: str
+    orig_answer_text: str | None = None
+    start_position: int | None = None
+    is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class ReadReport:
+    """What was read, and which questions were skipped and why (qas id → reason)."""
+
+    num_questions: int = 0
+    skipped: dict = dataclasses.field(default_factory=dict)
+
+
+def load_squad_json(input_file):
+    """Returns the `data` list of a SQuAD file, naming the file if it is not SQuAD JSON."""
+    try:
+        with tf.io.gfile.GFile(input_file, "r") as reader:
+            dataset = json.load(reader)
+    except json.JSONDecodeError as error:
+        raise SquadFormatError(f"{input_file}: not valid JSON ({error})") from error
+    except tf.errors.NotFoundError as error:
+        raise cli.MissingFileError(f"{input_file}: SQuAD file not found") from error
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
+        raise SquadFormatError(
+            f"{input_file}: expected a JSON object with a list under \"data\" "
+            "(the official SQuAD layout: data → paragraphs → context, qas)")
+    _check_layout(input_file, dataset["data"])
+    return dataset["data"]
+
+
+def _require(input_file, container, key, kind, where):
+    value = container.get(key) if isinstance(container, dict) else None
+    if not isinstance(value, kind):
+        expected = {list: "a list", str: "a string"}[kind]
+        raise SquadFormatError(f"{input_file}: {where} has no \"{key}\" ({expected} expected)")
+    return value
+
+
+def _check_layout(input_file, articles):
+    """Validates the whole structure first so a bad file never fails half-way through."""
+    for a, article in enumerate(articles):
+        for p, paragraph in enumerate(_require(input_file, article, "paragraphs", list,
+                                               f"data[{a}]")):
+            where = f"data[{a}].paragraphs[{p}]"
+            _require(input_file, paragraph, "context", str, where)
+            for q, qa in enumerate(_require(input_file, paragraph, "qas", list, where)):
+                _require(input_file, qa, "id", str, f"{where}.qas[{q}]")
+                _require(input_file, qa, "question", str, f"{where}.qas[{q}]")
+                answers = qa.get("answers", [])
+                if not isinstance(answers, list) or not all(
+                        isinstance(x, dict) and isinstance(x.get("text"), str)
+                        and isinstance(x.get("answer_start"), int) for x in answers):
+                    raise SquadFormatError(
+                        f"{input_file}: {where}.qas[{q}] (id {qa['id']}): \"answers\" must be "
+                        "a list of {\"text\": string, \"answer_start\": int}")
+
+
+def read_squad_examples(input_file, is_training):
+    """Returns (examples, ReadReport).
+
+    For training, an answerable question uses its first answer (the original raised if there
+    was not exactly one; dev-style files list several) and an unanswerable one
+    (`is_impossible`) gets start −1 and text "".
+    """
+    report = ReadReport()
+    examples = []
+    for article in load_squad_json(input_file):
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                report.num_questions += 1
+                example = SquadExample(qas_id=qa["id"], question_text=qa["question"],
+                                       paragraph_text=context)
+                if is_training:
+                    reason = _add_training_answer(example, qa)
+                    if reason:
+                        logging.warning("%s: skipping question %s: %s", input_file, qa["id"],
+                                        reason)
+                        report.skipped[qa["id"]] = reason
+                        continue
+                examples.append(example)
+    if report.skipped:
+        logging.warning("%s: skipped %d of %d questions", input_file, len(report.skipped),
+                        report.num_questions)
+    return examples, report
+
+
+def _add_training_answer(example, qa):
+    """Fills the answer fields; returns the reason the question cannot be used, or None."""
+    example.is_impossible = bool(qa.get("is_impossible", False))
+    if example.is_impossible:
+        example.start_position, example.orig_answer_text = -1, ""
+        return None
+    answers = qa.get("answers", [])
+    if not answers:
+        return "no answer and not marked is_impossible"
+    text, start = answers[0]["text"], answers[0]["answer_start"]
+    if not text:
+        return "empty answer text"
+    found = example.paragraph_text[start:start + len(text)] if start >= 0 else None
+    if found != text:
+        return (f"answer_start {start} does not point at the answer text {text!r} "
+                f"(the context there reads {found!r})")
+    example.start_position, example.orig_answer_text = start, text
+    return None

@@ -1,0 +1,46 @@
+"""SQuAD features as `tf.train.Example` records and as `tf.data` pipelines.
+
+Record layout (the original `FeatureWriter`): `unique_ids` int64 scalar; `input_ids`,
+`input_mask`, `segment_ids`, `p_mask` int64 [max_seq_length]; training records also
+`start_positions`, `end_positions`, `is_impossible` int64 scalars. Parsed tensors are int32.
+"""
+
+import tensorflow as tf
+
+SEQUENCE_FIELDS = ("input_ids", "input_mask", "segment_ids", "p_mask")
+LABEL_FIELDS = ("start_positions", "end_positions", "is_impossible")
+
+
+def _ints(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def serialize(feature, is_training):
+    fields = {"unique_ids": _ints([feature.unique_id])}
+    for name in SEQUENCE_FIELDS:
+        fields[name] = _ints(getattr(feature, name))
+    if is_training:
+        fields["start_positions"] = _ints([feature.start_position])
+        fields["end_positions"] = _ints([feature.end_position])
+        fields["is_impossible"] = _ints([int(feature.is_impossible)])
+    return tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
+
+
+def _spec(max_seq_length, is_training):
+    spec = {"unique_ids": tf.io.FixedLenFeature([], tf.int64)}
+    spec.update({name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+                 for name in SEQUENCE_FIELDS})
+    if is_training:
+        spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in LABEL_FIELDS})
+    return spec
+
+
+def tfrecord_dataset(path, max_seq_length, is_training):
+    """Parsed, unbatched records of `path` in file order (int32; unique_ids int64)."""
+    spec = _spec(max_seq_length, is_training)
+
+    def parse(record):
+        parsed = tf.io.parse_single_example(record, spec)
+        return {k: v if k == "unique_ids" else tf.cast(v, tf.int32) for k, v in parsed.items()}
+
+    return tf.data.TFRecordDataset(path).map(parse, num_parallel_calls=tf.data.AUTOTUNE)

@@ -1,0 +1,71 @@
+"""CoNLL-style tagging files: one `token tag` per line, a blank line between sentences.
+
+Extra middle columns (CoNLL-2003 has four) are ignored: the first column is the token, the last
+its tag. `-DOCSTART-` lines are skipped. A split is `<data_dir>/{train,dev,test}.txt`.
+"""
+
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from albert_tf import cli
+
+SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
+
+
+class TaggingDataError(cli.UserInputError):
+    """A tagging file that is missing or not in the `token tag` layout; names file and line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentence:
+    words: tuple
+    tags: tuple
+    line: int  # of its first token, for messages
+
+
+def split_path(data_dir, split):
+    return os.path.join(data_dir, SPLIT_FILES[split])
+
+
+def read_sentences(path):
+    """The sentences of one file, in order."""
+    if not tf.io.gfile.exists(path):
+        raise TaggingDataError(f"{path}: tagging file not found (expected `token tag` lines)")
+    sentences, words, tags, first = [], [], [], None
+    with tf.io.gfile.GFile(path) as reader:
+        for number, line in enumerate(reader, start=1):
+            columns = line.split()
+            if columns and columns[0] == "-DOCSTART-":
+                continue
+            if not columns:
+                if words:
+                    sentences.append(Sentence(tuple(words), tuple(tags), first))
+                words, tags = [], []
+                continue
+            if len(columns) < 2:
+                raise TaggingDataError(f"{path}, line {number}: expected 'token tag', got "
+                                       f"{line.rstrip()!r}")
+            if not words:
+                first = number
+            words.append(columns[0])
+            tags.append(columns[-1])
+    if words:
+        sentences.append(Sentence(tuple(words), tuple(tags), first))
+    if not sentences:
+        raise TaggingDataError(f"{path}: no sentences (expected `token tag` lines, a blank line "
+                               "between sentences)")
+    return sentences
+
+
+def label_list(data_dir):
+    """Every tag of the splits present, sorted: the label ids of the model's outputs."""
+    tags = set()
+    for split in SPLIT_FILES:
+        path = split_path(data_dir, split)
+        if tf.io.gfile.exists(path):
+            tags.update(tag for sentence in read_sentences(path) for tag in sentence.tags)
+    if not tags:
+        raise TaggingDataError(f"{data_dir}: none of {', '.join(SPLIT_FILES.values())} found")
+    return sorted(tags)

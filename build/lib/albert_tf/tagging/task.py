@@ -1,0 +1,96 @@
+"""Token classification as a `training.task.Task`: the loss and metrics count words.
+
+The loss is the cross-entropy at each word's first piece, averaged over the words of the global
+batch (the MLM loss's weighting). Evaluation is whole-set (`aggregate_logs` /
+`reduce_aggregated_logs`): the predicted tag of every word is collected, then word accuracy and,
+for BIO tag sets, span F1 are computed; `model.ckpt-best` is chosen by F1 (BIO) or accuracy.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.modeling import token_classifier
+from albert_tf.tagging import features, metrics
+from albert_tf.training import length_buckets as length_buckets_lib
+from albert_tf.training import strategy as strategy_lib
+from albert_tf.training import task as task_lib
+
+
+class TaggingTask(task_lib.Task):
+    eval_metric_higher_is_better = True
+
+    def __init__(self, albert_config, labels, max_seq_length, train_file=None, eval_file=None,
+                 length_buckets=None, shuffle_buffer=100, dropout_rate=0.1):
+        self.albert_config = albert_config
+        self.labels = list(labels)
+        self.bio = metrics.is_bio(self.labels)
+        self.eval_metric_name = "f1" if self.bio else "eval_accuracy"
+        self.max_seq_length = max_seq_length
+        self.train_file, self.eval_file = train_file, eval_file
+        self.length_buckets = length_buckets
+        self.shuffle_buffer = shuffle_buffer
+        self.dropout_rate = dropout_rate
+
+    def build_model(self, strategy):
+        return token_classifier.AlbertTokenClassifier(
+            self.albert_config, len(self.labels), self.dropout_rate,
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy), use_einsum=False)
+
+    def dataset_of(self, path, batch_size, input_context=None, training=False):
+        """Batches of the records in `path` (repeated and shuffled when `training`)."""
+        dataset = tf.data.TFRecordDataset(path)
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        if training:
+            dataset = dataset.repeat().shuffle(self.shuffle_buffer)
+        dataset = dataset.batch(batch_size, drop_remainder=training).map(
+            lambda records: features.parse(records, self.max_seq_length),
+            num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = length_buckets_lib.trim_dataset(dataset, self.length_buckets,
+                                                  self.max_seq_length)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def train_dataset(self, input_context, batch_size):
+        return self.dataset_of(self.train_file, batch_size, input_context, training=True)
+
+    def eval_dataset(self, input_context, batch_size):
+        return self.dataset_of(self.eval_file, batch_size, input_context)
+
+    def loss_normalizers(self, features_):
+        return {"words": tf.reduce_sum(features_["label_weights"])}
+
+    def compute_loss(self, features_, outputs, normalizers):
+        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=features_["label_ids"], logits=outputs["logits"])
+        return (tf.reduce_sum(losses * features_["label_weights"])
+                / tf.maximum(normalizers["words"], 1.0))
+
+    def build_metrics(self):
+        return {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
+
+    def update_metrics(self, metrics_, features_, outputs):
+        metrics_["accuracy"].update_state(features_["label_ids"], outputs["logits"],
+                                          sample_weight=features_["label_weights"])
+
+    def eval_step_outputs(self, features_, outputs):
+        return {"predictions": tf.argmax(outputs["logits"], axis=-1, output_type=tf.int32),
+                "label_ids": features_["label_ids"], "label_weights": features_["label_weights"],
+                "sentence_index": features_["sentence_index"]}
+
+    def aggregate_logs(self, state, step_outputs):
+        """{sentence index: (gold tag ids, predicted tag ids)} of the words that fit."""
+        state = {} if state is None else state
+        for row, index in enumerate(step_outputs["sentence_index"]):
+            words = step_outputs["label_weights"][row] > 0
+            state[int(index)] = (step_outputs["label_ids"][row][words],
+                                 step_outputs["predictions"][row][words])
+        return state
+
+    def reduce_aggregated_logs(self, state):
+        labels = np.array(self.labels)
+        order = sorted(state)
+        gold = [labels[state[index][0]].tolist() for index in order]
+        predicted = [labels[state[index][1]].tolist() for index in order]
+        return metrics.tagging_metrics(gold, predicted, self.bio)

@@ -1,0 +1,206 @@
+"""The absl flags every training script shares, defined once, with the original names.
+
+The original scripts define the same flags with different defaults (run_pretraining: batch 4096,
+LAMB, lr 0.00176; run_classifier: batch 32, AdamW, 5e-5; ...), so each group is a function that
+takes the script's defaults:
+
+    from albert_tf.training import flags as training_flags
+    training_flags.define_training_flags(train_batch_size=32, learning_rate=5e-5,
+                                         optimizer="adamw", save_checkpoints_steps=1000)
+    ...
+    strategy = training_flags.strategy_from_flags(FLAGS)
+    config = training_flags.training_config_from_flags(FLAGS, num_train_steps=FLAGS.train_step,
+                                                       num_warmup_steps=FLAGS.warmup_step)
+
+`define_training_flags` also defines the distribution flags (`--use_tpu`, `--tpu_name`,
+`--tpu_zone`, `--gcp_project`, `--master`, `--num_tpu_cores`, `--distribution_strategy`) and the
+performance flags (`--precision`, `--enable_xla`, `--gradient_accumulation_steps`). Step-count
+flags differ by script (`num_train_steps`, `train_step`, `num_train_epochs`) and stay in the
+scripts, which pass the resulting counts to `training_config_from_flags`.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+
+from albert_tf import optimization
+from albert_tf.training import length_buckets, loop, strategy as strategy_lib
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+class _Definer:
+    """`define.bool(...)` = `flags.DEFINE_bool(..., flag_values=...)` (tests use their own)."""
+
+    def __init__(self, flag_values):
+        self._flag_values = flag_values
+
+    def __getattr__(self, kind):
+        definer = getattr(flags, f"DEFINE_{kind}")
+        return lambda *args, **kwargs: definer(*args, flag_values=self._flag_values, **kwargs)
+
+
+def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
+    """The original TPU flags plus `--distribution_strategy` (new: auto-detected by default)."""
+    define = _Definer(flag_values)
+    define.bool("use_tpu", False, "Whether to use TPU (TPUStrategy). Also turns on the "
+                "one-hot embedding lookup, as the original.")
+    define.string("tpu_name", None, "The Cloud TPU to use for training: the name used when "
+                  "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.")
+    define.string("tpu_zone", None, "GCE zone of the Cloud TPU (detected when not given).")
+    define.string("gcp_project", None, "GCP project of the Cloud TPU (detected when not "
+                  "given).")
+    define.string("master", None, "TPU master address; used when --tpu_name is not given.")
+    define.integer("num_tpu_cores", num_tpu_cores, "Number of TPU cores (replicas) to use "
+                   "with --use_tpu.", lower_bound=1)
+    define.enum("distribution_strategy", "auto", strategy_lib.STRATEGIES,
+                "tf.distribute strategy. auto: TPU with --use_tpu, multi-worker mirrored "
+                "when TF_CONFIG names several workers, mirrored over 2+ local GPUs, one "
+                "device otherwise.")
+
+
+def define_performance_flags(flag_values=flags.FLAGS):
+    """New flags (the original ran float32 on TPU through TPUEstimator's own XLA)."""
+    define = _Definer(flag_values)
+    define.enum("precision", "float32", PRECISIONS,
+                "Keras precision policy. mixed_float16 uses dynamic loss scaling; variables "
+                "and optimizer state stay float32 in every case.")
+    define.bool("enable_xla", False, "Compile each training step with XLA (jit_compile).")
+    define.integer("gradient_accumulation_steps", 1,
+                   "Split each global batch into this many micro-batches per replica and "
+                   "sum their gradients before one update: the same update as one batch of "
+                   "--train_batch_size, in less memory.", lower_bound=1)
+
+
+def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_checkpoints_steps,
+                          iterations_per_loop=1000, keep_checkpoint_max=5, eval_batch_size=None,
+                          do_train=None, do_eval=None, num_tpu_cores=8,
+                          output_dir_required=True, flag_values=flags.FLAGS):
+    """The shared training flags with the calling script's original defaults.
+
+    `eval_batch_size`, `do_train`, `do_eval`: None means the script does not have the flag.
+    """
+    define = _Definer(flag_values)
+    define.string("output_dir", None, "The output directory where the model checkpoints "
+                  "will be written.")
+    if output_dir_required:
+        flags.mark_flag_as_required("output_dir", flag_values=flag_values)
+    define.string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained "
+                  "ALBERT model), matched by variable name; heads may be missing.")
+    define.bool("init_from_group0", False, "Initialise every layer group from the "
+                "checkpoint's group_0 (growing a shared model into a less-shared one).")
+    if do_train is not None:
+        define.bool("do_train", do_train, "Whether to run training.")
+    if do_eval is not None:
+        define.bool("do_eval", do_eval, "Whether to run eval on the dev set.")
+    define.integer("train_batch_size", train_batch_size, "Total (global) batch size for "
+                   "training, over all replicas and accumulation micro-batches.", lower_bound=1)
+    if eval_batch_size is not None:
+        define.integer("eval_batch_size", eval_batch_size, "Total batch size for eval.",
+                       lower_bound=1)
+    define.enum("optimizer", optimizer, optimization.OPTIMIZERS, "The optimizer for "
+                "training.")
+    define.float("learning_rate", learning_rate, "The initial learning rate (> 0).")
+    must_be_positive("learning_rate", flag_values)
+    define.float("poly_power", 1.0, "The power of the polynomial decay (> 0).")
+    must_be_positive("poly_power", flag_values)
+    define.integer("start_warmup_step", 0, "The starting step of warmup.", lower_bound=0)
+    define.integer("save_checkpoints_steps", save_checkpoints_steps,
+                   "How often to save the model checkpoint.", lower_bound=1)
+    define.integer("keep_checkpoint_max", keep_checkpoint_max,
+                   "How many checkpoints to keep (the newest; model.ckpt-best is separate).",
+                   lower_bound=1)
+    define.integer("iterations_per_loop", iterations_per_loop,
+                   "How many steps to run inside one tf.function call (one log line each).",
+                   lower_bound=1)
+    define_distribution_flags(num_tpu_cores, flag_values)
+    define_performance_flags(flag_values)
+
+
+def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
+    """New: the original's evaluate-every-checkpoint loops could poll for ever."""
+    define = _Definer(flag_values)
+    define.float("eval_timeout_secs", eval_timeout_secs,
+                 "Stop evaluating when no new checkpoint has appeared for this many seconds "
+                 "(evaluation also stops once the last training step is evaluated).",
+                 lower_bound=0)
+
+
+def define_length_bucket_flag(flag_values=flags.FLAGS):
+    """New: fine-tuning batches need not be padded to --max_seq_length (see
+    `training.length_buckets`)."""
+    _Definer(flag_values).string(
+        "length_buckets", "auto",
+        "Cut each fine-tuning, evaluation and prediction batch to its longest row, rounded up to "
+        "one of these lengths: 'auto' (powers of two from 16, then --max_seq_length; off on "
+        "TPU, which needs fixed shapes), 'off' (always pad to --max_seq_length, as the "
+        "original), or ascending lengths such as 64,128,256. Results equal the padded run's up "
+        "to float rounding.")
+
+
+def length_buckets_from_flags(flag_values, strategy):
+    """The bucket lengths --length_buckets asks for under `strategy` (None: pad fully)."""
+    return resolve_length_buckets(flag_values.length_buckets, flag_values.max_seq_length,
+                                  strategy)
+
+
+def resolve_length_buckets(text, max_seq_length, strategy):
+    """A --length_buckets value under `strategy`: `auto` is off on TPU (fixed shapes)."""
+    if text.strip().lower() == "auto" and strategy_lib.is_tpu(strategy):
+        return None
+    return length_buckets.parse_buckets(text, max_seq_length)
+
+
+def must_be_positive(name, flag_values=flags.FLAGS):
+    """A number flag that only makes sense above 0 (a learning rate <= 0 ascends the loss)."""
+    flags.register_validator(name, lambda value: value is None or value > 0,
+                             message=f"--{name} must be > 0", flag_values=flag_values)
+
+
+def strategy_from_flags(flag_values):
+    """The tf.distribute strategy the distribution flags ask for."""
+    return strategy_lib.resolve_strategy(
+        distribution_strategy=flag_values.distribution_strategy, use_tpu=flag_values.use_tpu,
+        tpu_name=flag_values.tpu_name, tpu_zone=flag_values.tpu_zone,
+        gcp_project=flag_values.gcp_project, master=flag_values.master,
+        num_tpu_cores=flag_values.num_tpu_cores)
+
+
+def training_config_from_flags(flag_values, *, num_train_steps, num_warmup_steps, **overrides):
+    """A `loop.TrainingConfig` from the shared flags plus the script's step counts."""
+    values = dict(
+        output_dir=flag_values.output_dir,
+        train_batch_size=flag_values.train_batch_size,
+        num_train_steps=num_train_steps,
+        num_warmup_steps=num_warmup_steps,
+        learning_rate=flag_values.learning_rate,
+        optimizer=flag_values.optimizer,
+        poly_power=flag_values.poly_power,
+        start_warmup_step=flag_values.start_warmup_step,
+        save_checkpoints_steps=flag_values.save_checkpoints_steps,
+        keep_checkpoint_max=flag_values.keep_checkpoint_max,
+        iterations_per_loop=flag_values.iterations_per_loop,
+        init_checkpoint=flag_values.init_checkpoint,
+        init_from_group0=flag_values.init_from_group0,
+        precision=flag_values.precision,
+        enable_xla=flag_values.enable_xla,
+        gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
+    )
+    values.update(overrides)
+    return loop.TrainingConfig(**values)
+
+
+def init_checkpoint_from_flags(flag_values):
+    """--init_checkpoint, or --albert_hub_module_handle when it names a local unpacked TF1 Hub
+    module (its `variables/variables` load like a checkpoint); nothing is downloaded."""
+    handle = flag_values.albert_hub_module_handle
+    if not handle:
+        return flag_values.init_checkpoint
+    if "://" in handle or not os.path.isdir(handle):
+        raise app.UsageError(
+            f"--albert_hub_module_handle={handle}: only a local directory of an unpacked TF1 Hub "
+            "module can be used (nothing is downloaded); or pass --init_checkpoint")
+    if flag_values.init_checkpoint:
+        raise app.UsageError("give --init_checkpoint or --albert_hub_module_handle, not both")
+    return handle

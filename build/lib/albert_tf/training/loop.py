@@ -1,0 +1,396 @@
+"""The one custom training loop every script uses (replaces the original TPUEstimator).
+
+    trainer = loop.Trainer(task, strategy, config)   # builds model + optimizer under the scope
+    trainer.train()                                  # resumes from output_dir, saves, logs
+    metrics = trainer.evaluate(batch_size=64, max_steps=100)
+
+Per call of one `tf.function`, `iterations_per_loop` steps run through `strategy.run`. A step
+takes the replica's slice of the global batch (`train_batch_size` / replicas), splits it into
+`gradient_accumulation_steps` micro-batches, sums their gradients (each micro-batch's loss is its
+share of the global-batch loss, see `task.Task`), then makes ONE optimizer update: the
+optimizer sums over replicas, clips to global norm 1.0 and applies LAMB/AdamW. The update is
+therefore the same for any split of the global batch over replicas and micro-batches.
+
+Precision: `mixed_bfloat16` / `mixed_float16` are Keras policies for the model (variables and
+optimizer state stay float32); float16 adds dynamic loss scaling (Keras LossScaleOptimizer,
+whose scale is not checkpointed: it re-adapts within a few steps). `enable_xla` compiles the
+forward and backward pass of a micro-batch with XLA.
+
+After each loop it logs step, loss, the task's metrics, learning rate, examples/s and ETA, writes
+the same scalars as TensorBoard summaries to `output_dir`, and saves `model.ckpt-<step>` every
+`save_checkpoints_steps` (and at the last step). A NaN or Inf loss stops training with an error
+naming the step; no checkpoint is written after it, so the last good one stays the latest.
+"""
+
+import contextlib
+import dataclasses
+import datetime
+import os
+import time
+
+from absl import logging
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from albert_tf import cli, io_utils, optimization, output_lock
+from albert_tf.training import checkpointing, prediction, strategy as strategy_lib
+
+PRECISION_POLICIES = {
+    "float32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
+
+
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or Inf."""
+
+
+@dataclasses.dataclass
+class TrainingConfig:
+    """Everything the loop needs; scripts fill it from their flags (see `training.flags`)."""
+    output_dir: str
+    train_batch_size: int
+    num_train_steps: int
+    num_warmup_steps: int = 0
+    learning_rate: float = 5e-5
+    optimizer: str = "adamw"
+    poly_power: float = 1.0
+    start_warmup_step: int = 0
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    iterations_per_loop: int = 1000
+    init_checkpoint: str = None
+    init_from_group0: bool = False
+    precision: str = "float32"
+    enable_xla: bool = False
+    gradient_accumulation_steps: int = 1
+
+    def validate(self, num_replicas):
+        positive = ("train_batch_size", "num_train_steps", "save_checkpoints_steps",
+                    "iterations_per_loop", "gradient_accumulation_steps", "keep_checkpoint_max")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise cli.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
+        if self.precision not in PRECISION_POLICIES:
+            raise cli.UserInputError(f"--precision must be one of {', '.join(PRECISION_POLICIES)}, "
+                             f"got {self.precision!r}")
+        if self.optimizer not in optimization.OPTIMIZERS:
+            raise cli.UserInputError(f"--optimizer must be one of {', '.join(optimization.OPTIMIZERS)}, "
+                             f"got {self.optimizer!r}")
+        split = num_replicas * self.gradient_accumulation_steps
+        if self.train_batch_size % split:
+            raise cli.UserInputError(
+                f"--train_batch_size={self.train_batch_size} must be divisible by the number of "
+                f"replicas ({num_replicas}) x --gradient_accumulation_steps "
+                f"({self.gradient_accumulation_steps}) = {split}")
+
+
+@contextlib.contextmanager
+def precision_policy(precision):
+    """Sets the Keras global dtype policy while the model is built, restores it afterwards."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(PRECISION_POLICIES[precision])
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _as_float32(structure):
+    return tf.nest.map_structure(
+        lambda t: tf.cast(t, tf.float32) if t.dtype in (tf.bfloat16, tf.float16) else t, structure)
+
+
+def _dense(gradient):
+    return tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
+
+
+class Trainer:
+    """Model, optimizer, metrics and checkpoints of one task under one strategy."""
+
+    def __init__(self, task, strategy, config):
+        config.validate(strategy.num_replicas_in_sync)
+        self.task, self.strategy, self.config = task, strategy, config
+        self.is_chief = strategy_lib.is_chief(strategy)
+        with precision_policy(config.precision), strategy.scope():
+            self.model = task.build_model(strategy)
+            self.variables_by_name = self.model.checkpoint_variables()
+            self._check_names_cover_trainable_variables()
+            self.optimizer = optimization.create_optimizer(
+                config.learning_rate, config.num_train_steps, config.num_warmup_steps,
+                optimizer=config.optimizer, poly_power=config.poly_power,
+                start_warmup_step=config.start_warmup_step,
+                variable_names=self.variables_by_name)
+            self.optimizer.build(self.model.trainable_variables)
+            self._update_optimizer = self.optimizer
+            if config.precision == "mixed_float16":
+                self._update_optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+                self._update_optimizer.build(self.model.trainable_variables)
+            self.train_metrics = task.build_metrics()
+            self.eval_metrics = task.build_metrics()
+        for name in ("loss", "global_step"):
+            if name in self.train_metrics:
+                raise ValueError(f"{type(task).__name__}.build_metrics() must not define {name!r}: "
+                                 "the loop reports it")
+        self.checkpoints = checkpointing.CheckpointManager(
+            config.output_dir, self.variables_by_name, self.optimizer,
+            keep_checkpoint_max=config.keep_checkpoint_max, is_chief=self.is_chief)
+        self._forward_backward = self._micro_batch_gradients
+        if config.enable_xla:
+            self._forward_backward = tf.function(self._micro_batch_gradients, jit_compile=True)
+        self._train_loop_fn = tf.function(self._train_loop)
+        self._eval_step_fn = tf.function(self._eval_step, reduce_retracing=True)
+        self._summary_writer = None
+        self._eval_summary_writer = None
+
+    def _check_names_cover_trainable_variables(self):
+        named = {id(v) for v in self.variables_by_name.values()}
+        unnamed = [v.path for v in self.model.trainable_variables if id(v) not in named]
+        if unnamed:
+            raise ValueError(f"{type(self.model).__name__}.checkpoint_variables() misses the "
+                             f"trainable variables {unnamed}")
+
+    @property
+    def global_step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    @property
+    def learning_rate(self):
+        return float(self.optimizer.learning_rate)
+
+    # ---------------------------------------------------------------- training
+
+    def _micro_batch_gradients(self, features, normalizers):
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            outputs = _as_float32(self.task.call_model(self.model, features, training=True))
+            loss = self.task.compute_loss(features, outputs, normalizers)
+            scaled = self._update_optimizer.scale_loss(loss)
+        gradients = [_dense(g) for g in tape.gradient(scaled, variables)]
+        return loss, gradients, outputs
+
+    def _train_step(self, features):
+        """One optimizer update on this replica's slice of the global batch."""
+        context = tf.distribute.get_replica_context()
+        normalizers = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                         self.task.loss_normalizers(features))
+        k = self.config.gradient_accumulation_steps
+        variables = self.model.trainable_variables
+        if k == 1:
+            loss, gradients, outputs = self._forward_backward(features, normalizers)
+            self.task.update_metrics(self.train_metrics, features, outputs)
+        else:
+            micro_batches = tf.nest.map_structure(
+                lambda t: tf.reshape(t, tf.concat([[k, tf.shape(t)[0] // k], tf.shape(t)[1:]], 0)),
+                features)
+            loss = tf.constant(0.0)
+            gradients = [tf.zeros_like(v) for v in variables]
+            for i in tf.range(k):
+                micro = tf.nest.map_structure(lambda t, i=i: t[i], micro_batches)
+                micro_loss, micro_gradients, outputs = self._forward_backward(micro, normalizers)
+                self.task.update_metrics(self.train_metrics, micro, outputs)
+                loss += micro_loss
+                gradients = [g + m for g, m in zip(gradients, micro_gradients)]
+        if self.config.precision == "mixed_float16":
+            # The loss scaler decides on one replica's gradients; make a non-finite gradient
+            # anywhere non-finite everywhere so every replica skips the same step.
+            finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in gradients])
+            non_finite_replicas = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                                     1.0 - tf.cast(finite, tf.float32))
+            gradients = [tf.where(non_finite_replicas == 0.0, g, tf.fill(tf.shape(g), np.nan))
+                         for g in gradients]
+        self._update_optimizer.apply(gradients, variables)
+        return context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+
+    def _train_loop(self, iterator, num_steps):
+        """Up to `num_steps` steps; stops at the first non-finite loss."""
+        steps_done = tf.constant(0)
+        loss_sum = tf.constant(0.0)
+        bad_loss = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            per_replica = self.strategy.run(self._train_step, args=(next(iterator),))
+            loss = self.strategy.experimental_local_results(per_replica)[0]
+            if not tf.math.is_finite(loss):
+                bad_loss = loss
+                break
+            loss_sum += loss
+            steps_done += 1
+        return steps_done, loss_sum, bad_loss
+
+    def _train_dataset(self):
+        def dataset_fn(input_context):
+            per_replica = input_context.get_per_replica_batch_size(self.config.train_batch_size)
+            return self.task.train_dataset(input_context, per_replica)
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    def restore_or_initialize(self):
+        """Resume from the latest checkpoint in output_dir, else warm start from init_checkpoint."""
+        latest = self.checkpoints.latest_checkpoint()
+        if latest:
+            step = self.checkpoints.restore(latest)
+            logging.info("Resumed from %s: global_step %d, learning rate %.6g", latest, step,
+                         self.learning_rate)
+        elif self.config.init_checkpoint:
+            report = checkpointing.warm_start(self.variables_by_name, self.config.init_checkpoint,
+                                              self.config.init_from_group0)
+            logging.info("Warm start from %s: %s", self.config.init_checkpoint, report)
+        return self.global_step
+
+    def train_iterator(self):
+        """An iterator over the distributed training batches (for `train_steps`)."""
+        return iter(self._train_dataset())
+
+    def train_steps(self, iterator, num_steps):
+        """`num_steps` updates in one tf.function call, no checkpoint or log; returns the mean
+        loss. Raises NonFiniteLossError naming the step of a NaN/Inf loss."""
+        step = self.global_step
+        steps_done, loss_sum, bad_loss = self._train_loop_fn(iterator, tf.constant(num_steps))
+        steps_done = int(steps_done)
+        if steps_done < num_steps:
+            bad_step = step + steps_done
+            raise NonFiniteLossError(
+                f"loss became {float(bad_loss)} at global_step {bad_step} (the update that "
+                f"would have made step {bad_step + 1}); stopped without saving. The last good "
+                f"checkpoint is {self.checkpoints.latest_checkpoint()}")
+        return float(loss_sum) / num_steps
+
+    def train(self):
+        """Trains to num_train_steps; returns the last loop's logged scalars.
+
+        The chief holds the output directory's `train` lock throughout (a second trainer on it
+        is refused) and first removes the temporary files a killed run left there."""
+        if not self.is_chief:
+            return self._train()
+        with output_lock.hold(self.config.output_dir, "train"):
+            removed = io_utils.remove_stale_temporaries(self.config.output_dir)
+            if removed:
+                logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
+                                ", ".join(removed))
+            return self._train()
+
+    def _train(self):
+        config = self.config
+        start_step = self.restore_or_initialize()
+        if start_step >= config.num_train_steps:
+            logging.info("global_step %d >= num_train_steps %d: nothing to train", start_step,
+                         config.num_train_steps)
+            return {}
+        iterator = self.train_iterator()
+        step, scalars = start_step, {}
+        started = time.time()
+        while step < config.num_train_steps:
+            to_save = config.save_checkpoints_steps - step % config.save_checkpoints_steps
+            num_steps = min(config.iterations_per_loop, to_save, config.num_train_steps - step)
+            loop_start = time.time()
+            mean_loss = self.train_steps(iterator, num_steps)
+            elapsed = time.time() - loop_start
+            step = self.global_step
+            scalars = self._loop_scalars(mean_loss, num_steps, elapsed)
+            self._log(step, scalars, started, start_step)
+            if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
+                path = self.checkpoints.save(step)
+                logging.info("Saved %s", path)
+        return scalars
+
+    def _loop_scalars(self, mean_loss, num_steps, elapsed):
+        scalars = {"loss": mean_loss}
+        for name, metric in self.train_metrics.items():
+            scalars[name] = float(metric.result())
+            metric.reset_state()
+        scalars["learning_rate"] = self.learning_rate
+        scalars["examples_per_second"] = num_steps * self.config.train_batch_size / elapsed
+        scalars["steps_per_second"] = num_steps / elapsed
+        return scalars
+
+    def _log(self, step, scalars, started, start_step):
+        total = self.config.num_train_steps
+        rate = (step - start_step) / max(time.time() - started, 1e-9)
+        eta = datetime.timedelta(seconds=round((total - step) / rate)) if rate > 0 else "?"
+        values = ", ".join(f"{k} = {v:.6g}" for k, v in scalars.items())
+        logging.info("step %d/%d: %s, ETA %s", step, total, values, eta)
+        if self.is_chief:
+            self._write_summaries(self.config.output_dir, "_summary_writer", step, scalars)
+
+    def _write_summaries(self, directory, attribute, step, scalars):
+        writer = getattr(self, attribute)
+        if writer is None:
+            writer = tf.summary.create_file_writer(directory)
+            setattr(self, attribute, writer)
+        with writer.as_default(step=step):
+            for name, value in scalars.items():
+                # tf.summary.scalar needs the tensorboard package; the raw op with the scalars
+                # plugin's metadata writes the same event without it.
+                tf.summary.write(name, tf.constant(value, tf.float32),
+                                 metadata=_SCALAR_METADATA)
+        writer.flush()
+
+    # ---------------------------------------------------------------- evaluation
+
+    def _eval_step(self, features):
+        def replica_fn(features):
+            context = tf.distribute.get_replica_context()
+            normalizers = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                             self.task.loss_normalizers(features))
+            outputs = _as_float32(self.task.call_model(self.model, features, training=False))
+            loss = self.task.compute_loss(features, outputs, normalizers)
+            self.task.update_metrics(self.eval_metrics, features, outputs)
+            return context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+        per_replica = self.strategy.run(replica_fn, args=(features,))
+        return self.strategy.experimental_local_results(per_replica)[0]
+
+    def evaluate(self, batch_size, max_steps=None):
+        """Metrics of the current weights over the eval data (`max_steps` batches at most).
+
+        `loss` is the mean of the per-batch losses (as the original's estimator); the task's
+        metrics accumulate over all examples; `global_step` is the weights' step.
+        """
+        def dataset_fn(input_context):
+            per_replica = input_context.get_per_replica_batch_size(batch_size)
+            return self.task.eval_dataset(input_context, per_replica)
+        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
+        for metric in self.eval_metrics.values():
+            metric.reset_state()
+        losses = []
+        for features in dataset:
+            if max_steps is not None and len(losses) >= max_steps:
+                break
+            losses.append(float(self._eval_step_fn(features)))
+        if not losses:
+            raise ValueError(f"{type(self.task).__name__}.eval_dataset yielded no batch")
+        results = {name: float(metric.result()) for name, metric in self.eval_metrics.items()}
+        results["loss"] = float(np.mean(losses))
+        results["global_step"] = self.global_step
+        return results
+
+    def predict(self, outputs_fn, dataset=None, dataset_fn=None, order_key=None,
+                what="Predicting"):
+        """Every row of `outputs_fn(model, batch)` over a finite set, in input order (see
+        `training.prediction.predict`): the model under this trainer's strategy, float32."""
+        return prediction.predict(
+            self.strategy, lambda batch: _as_float32(outputs_fn(self.model, batch)),
+            dataset=dataset, dataset_fn=dataset_fn, order_key=order_key, what=what)
+
+    def aggregate(self, dataset, what="Evaluating"):
+        """The task's `aggregate_logs` state over a finite dataset of global batches (see
+        `training.task`); reduce it with `task.reduce_aggregated_logs`."""
+        def replica_fn(batch):
+            outputs = _as_float32(self.task.call_model(self.model, batch, training=False))
+            return self.task.eval_step_outputs(batch, outputs)
+        state = None
+        for step_outputs in prediction.iterate(self.strategy, replica_fn, dataset=dataset,
+                                               what=what):
+            state = self.task.aggregate_logs(state, step_outputs)
+        if state is None:
+            raise ValueError(f"{what}: the dataset is empty")
+        return state
+
+    def write_eval_summaries(self, results):
+        """Eval scalars to `output_dir/eval` (TensorBoard), as the original estimator."""
+        if self.is_chief:
+            scalars = {k: v for k, v in results.items() if k != "global_step"}
+            self._write_summaries(os.path.join(self.config.output_dir, "eval"),
+                                  "_eval_summary_writer", results["global_step"], scalars)

@@ -1,0 +1,98 @@
+"""Which tf.distribute strategy to train under (replaces the original TPUEstimator set-up).
+
+auto: TPUStrategy with --use_tpu (TPUClusterResolver from --tpu_name/--master, --tpu_zone,
+--gcp_project); MultiWorkerMirroredStrategy when TF_CONFIG names more than one task;
+MirroredStrategy over 2+ local GPUs; OneDeviceStrategy on a single GPU; the default strategy
+(one CPU) otherwise. --distribution_strategy forces one of them.
+"""
+
+import json
+import os
+
+from absl import logging
+import tensorflow as tf
+
+from albert_tf import cli
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def _cluster_task_count():
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        return 0
+    try:
+        cluster = json.loads(raw).get("cluster", {})
+    except json.JSONDecodeError as error:
+        raise cli.UserInputError(f"TF_CONFIG is not valid JSON ({error}): {raw!r}") from error
+    return sum(len(tasks) for role, tasks in cluster.items() if role in ("chief", "worker"))
+
+
+def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master, num_tpu_cores):
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
+    tf.config.experimental_connect_to_cluster(resolver)
+    topology = tf.tpu.experimental.initialize_tpu_system(resolver)
+    available = topology.num_tasks * topology.num_tpus_per_task
+    device_assignment = None
+    if num_tpu_cores != available:
+        if num_tpu_cores > available:
+            raise cli.UserInputError(f"--num_tpu_cores={num_tpu_cores} but the TPU has {available} cores")
+        device_assignment = tf.tpu.experimental.DeviceAssignment.build(
+            topology, num_replicas=num_tpu_cores)
+    return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=device_assignment)
+
+
+def resolve_strategy(distribution_strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None,
+                     gcp_project=None, master=None, num_tpu_cores=8):
+    """Returns the strategy the flags ask for; logs the choice and the replica count."""
+    if distribution_strategy not in STRATEGIES:
+        raise cli.UserInputError(f"--distribution_strategy must be one of {', '.join(STRATEGIES)}, "
+                         f"got {distribution_strategy!r}")
+    if use_tpu and distribution_strategy not in ("auto", "tpu"):
+        raise cli.UserInputError(f"--use_tpu conflicts with --distribution_strategy="
+                         f"{distribution_strategy}; drop one of them")
+    choice = distribution_strategy
+    if choice == "auto":
+        gpus = tf.config.list_logical_devices("GPU")
+        if use_tpu:
+            choice = "tpu"
+        elif _cluster_task_count() > 1:
+            choice = "multi_worker_mirrored"
+        elif len(gpus) > 1:
+            choice = "mirrored"
+        elif gpus:
+            choice = "one_device"
+        else:
+            choice = "default"
+    if choice == "tpu":
+        strategy = _tpu_strategy(tpu_name, tpu_zone, gcp_project, master, num_tpu_cores)
+    elif choice == "multi_worker_mirrored":
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    elif choice == "mirrored":
+        strategy = tf.distribute.MirroredStrategy()
+    elif choice == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        strategy = tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    else:
+        strategy = tf.distribute.get_strategy()
+    logging.info("Distribution: %s (%s), %d replica(s) in sync", choice,
+                 type(strategy).__name__, strategy.num_replicas_in_sync)
+    return strategy
+
+
+def is_tpu(strategy):
+    """True under TPUStrategy (the model then uses the one-hot embedding lookup)."""
+    return isinstance(strategy, (tf.distribute.TPUStrategy,))
+
+
+def is_chief(strategy):
+    """Whether this process writes the final checkpoint names and summaries."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    if task_type in (None, "chief"):
+        return True
+    cluster = resolver.cluster_spec().as_dict()
+    return task_type == "worker" and task_id == 0 and "chief" not in cluster

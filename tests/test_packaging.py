@@ -1,0 +1,66 @@
+"""`pip install .`: the package, its config files and one command per script, pinned as
+requirements.txt."""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+def _pyproject():
+    with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as reader:
+        return tomllib.load(reader)
+
+
+def test_dependencies_are_the_pinned_requirements():
+    with open(os.path.join(REPO_ROOT, "requirements.txt"), encoding="utf-8") as reader:
+        pinned = sorted(line.strip() for line in reader if re.match(r"^[A-Za-z]", line))
+    assert sorted(_pyproject()["project"]["dependencies"]) == pinned
+    assert all("==" in requirement for requirement in pinned)
+
+
+def test_every_script_has_a_command():
+    scripts = _pyproject()["project"]["scripts"]
+    modules = sorted(os.path.basename(path)[:-3] for path in
+                     glob.glob(os.path.join(REPO_ROOT, "albert_tf", "scripts", "[a-z]*.py")))
+    assert sorted(target.split(":")[0].rsplit(".", 1)[1] for target in scripts.values()) == modules
+    shims = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(REPO_ROOT, "*.py")))
+    assert shims == modules  # python run_classifier.py ... from the checkout, too
+
+
+@pytest.mark.slow
+def test_installed_commands_run_outside_the_checkout(tmp_path):
+    """A wheel built from the checkout, installed under a prefix: its commands answer --help
+    from anywhere, importing the installed package (not the checkout) with its config files."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "--no-build-isolation", "-w", str(tmp_path / "dist"), REPO_ROOT],
+                   check=True, capture_output=True, timeout=600)
+    (wheel,) = glob.glob(str(tmp_path / "dist" / "albert_tf-*.whl"))
+    prefix = tmp_path / "prefix"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--prefix", str(prefix), wheel], check=True, capture_output=True, timeout=600)
+    (site,) = glob.glob(str(prefix / "lib" / "python3*" / "site-packages"))
+    env = dict(os.environ, PYTHONPATH=site, TF_CPP_MIN_LOG_LEVEL="3")
+    where = subprocess.run(
+        [sys.executable, "-c", "import albert_tf, os; from albert_tf.config import AlbertConfig; "
+         "print(albert_tf.__file__); AlbertConfig.from_json_file(os.path.join(os.path.dirname("
+         "albert_tf.__file__), 'configs', 'albert_base_v2.json'))"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert where.returncode == 0, where.stderr[-2000:]
+    assert where.stdout.strip().startswith(site)
+    processes = {name: subprocess.Popen([str(prefix / "bin" / name), "--helpfull"], cwd=tmp_path,
+                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True)
+                 for name in _pyproject()["project"]["scripts"]}
+    for name, target in _pyproject()["project"]["scripts"].items():
+        output, _ = processes[name].communicate(timeout=300)
+        assert processes[name].returncode == 1, (name, output[-2000:])  # absl's exit after help
+        module = target.split(":")[0]
+        assert f"\n{module}:\n" in output, (name, output[-1000:])  # the script's own flags
+        assert "Traceback" not in output
