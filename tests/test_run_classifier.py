@@ -30,6 +30,7 @@ from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
 from albert_tf.training import loop
+from tests.tensorboard_events import read_scalars
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 64
@@ -130,6 +131,21 @@ def test_sst2_fine_tuning_beats_majority_and_evaluates_every_checkpoint(sst2_run
     assert best_tensors.keys() == step_tensors.keys()
     for name in ("output_weights", "bert/embeddings/word_embeddings"):
         np.testing.assert_array_equal(best_tensors[name], step_tensors[name])
+
+
+@pytest.mark.slow
+def test_tensorboard_overlays_training_and_evaluation(sst2_run):
+    """TensorBoard's reader finds the scalars; evaluation tags drop `eval_` so `loss` and
+    `accuracy` of the two runs overlay."""
+    train = read_scalars(sst2_run["output_dir"])
+    evaluation = read_scalars(os.path.join(sst2_run["output_dir"], "eval"))
+    assert {"loss", "accuracy", "learning_rate"} <= set(train)
+    assert {"loss", "accuracy"} <= set(evaluation) and not any(
+        tag.startswith("eval_") for tag in evaluation)
+    assert [step for step, _ in evaluation["accuracy"]] == [100, 200, 300, 400]
+    blocks = _eval_blocks(os.path.join(sst2_run["output_dir"], "eval_results.txt"))
+    np.testing.assert_allclose([value for _, value in evaluation["accuracy"]],
+                               [b["eval_accuracy"] for b in blocks], rtol=1e-6)
 
 
 @pytest.mark.slow

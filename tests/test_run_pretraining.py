@@ -22,6 +22,7 @@ from albert_tf import checkpoints, hf_interop
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import create_data, input_pipeline, options, task as pretraining_task
 from albert_tf.training import loop
+from tests.tensorboard_events import read_scalars
 
 pytestmark = pytest.mark.slow
 
@@ -191,6 +192,17 @@ def test_mlm_loss_falls_and_sop_beats_the_majority_class(records, killed_and_res
                           killed_and_resumed["log"])
     assert progress[-1] == "600"
     assert (output_dir / "eval").is_dir() and list(output_dir.glob("events.out.tfevents.*"))
+
+
+def test_tensorboard_reads_the_training_and_evaluation_curves(killed_and_resumed):
+    output_dir = killed_and_resumed["dir"]
+    train, evaluation = read_scalars(output_dir), read_scalars(output_dir / "eval")
+    curves = {"loss", "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy",
+              "sentence_order_loss"}
+    assert curves | {"learning_rate", "examples_per_second"} <= set(train)
+    assert curves <= set(evaluation)  # the same tags: the two runs overlay in TensorBoard
+    assert train["loss"][-1][0] == TRAIN_STEPS and train["loss"][-1][1] < train["loss"][0][1]
+    assert [step for step, _ in evaluation["masked_lm_accuracy"]][-1] == TRAIN_STEPS
 
 
 def test_checkpoint_loads_in_hugging_face_with_identical_outputs(records, killed_and_resumed):

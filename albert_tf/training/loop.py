@@ -389,8 +389,11 @@ class Trainer:
         return state
 
     def write_eval_summaries(self, results):
-        """Eval scalars to `output_dir/eval` (TensorBoard), as the original estimator."""
+        """Eval scalars to `output_dir/eval` (TensorBoard), as the original estimator. Tags
+        drop the `eval_` of the results' names (`eval_loss` → `loss`), so each evaluation curve
+        overlays the training curve of the same name."""
         if self.is_chief:
-            scalars = {k: v for k, v in results.items() if k != "global_step"}
+            scalars = {name.removeprefix("eval_"): value for name, value in results.items()
+                       if name != "global_step"}
             self._write_summaries(os.path.join(self.config.output_dir, "eval"),
                                   "_eval_summary_writer", results["global_step"], scalars)
