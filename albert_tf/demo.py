@@ -20,7 +20,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from albert_tf import data_sources
+from albert_tf import curves, data_sources
 from albert_tf import io_utils
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
@@ -182,6 +182,12 @@ def run_demo(data_dir, output_dir, quick):
         "classified": classifications,
         "seconds": {key: round(value) for key, value in timings.items()},
         "tensorboard": f"tensorboard --logdir {output_dir}",
+        "curves": curves.plot_runs([
+            ("pretraining loss", pretrain_dir, ["loss", "masked_lm_loss", "sentence_order_loss"]),
+            ("pretraining accuracy", pretrain_dir, ["masked_lm_accuracy",
+                                                    "sentence_order_accuracy"]),
+            ("fine-tuning (SST-2 style)", classifier_dir, ["loss", "accuracy"]),
+        ], os.path.join(output_dir, "curves.png")),
     }
     io_utils.atomic_write_text(os.path.join(output_dir, "summary.json"), json.dumps(summary, indent=2) + "\n")
     _print_summary(summary)
@@ -200,7 +206,7 @@ def _print_summary(summary):
     print("  fine-tuning eval:  " + ", ".join(f"{k}={v}" for k, v in summary["fine_tuning_eval"].items()))
     for item in summary["classified"]:
         print(f"  {item.get('label')!s:>4}  {item['text_a']}")
-    print(f"  curves: {summary['tensorboard']}")
+    print(f"  curves: {summary['curves']} (or {summary['tensorboard']})")
 
 
 def main(argv):

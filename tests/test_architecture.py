@@ -11,7 +11,7 @@ PACKAGES = ("modeling", "pretraining", "glue", "squad", "race", "tagging", "trai
 # Bottom first; the same list as docs/architecture.md.
 LAYERS = [
     {"albert_tf", "onednn_guard", "cli", "crc32c", "text_check", "io_utils", "output_lock",
-     "tfrecord_check", "config", "progress", "feature_records"},
+     "tfrecord_check", "config", "progress", "feature_records", "curves"},
     {"tokenization", "tf_tokenization", "vocab"},
     {"modeling/"},
     {"checkpoints"},

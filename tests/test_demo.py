@@ -42,9 +42,22 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     assert [item["label"] for item in summary["classified"]] and all(
         item["label"] in ("0", "1") for item in summary["classified"])
     assert summary["tensorboard"] == f"tensorboard --logdir {output_dir}"
+    _check_curves_png(summary["curves"], os.path.join(output_dir, "curves.png"))
 
     _, second = _run_demo(data_dir, output_dir)
     assert "vocabulary" not in second["seconds"] and "pretraining data" not in second["seconds"]
     assert second["pretraining_loss"]["logged_loops"] == 0
     assert [item["label"] for item in second["classified"]] == [
         item["label"] for item in summary["classified"]]
+
+
+def _check_curves_png(path, expected_path):
+    """A real picture: a PNG of three panels, with lines drawn in colour on white."""
+    from matplotlib import image
+    assert path == expected_path
+    with open(path, "rb") as reader:
+        assert reader.read(8) == b"\x89PNG\r\n\x1a\n"
+    pixels = image.imread(path)[..., :3]
+    assert pixels.shape[0] >= 300 and pixels.shape[1] >= 3 * pixels.shape[0]
+    coloured = (pixels.max(axis=-1) - pixels.min(axis=-1)) > 0.3  # neither white nor grey
+    assert coloured.mean() > 0.002, coloured.mean()

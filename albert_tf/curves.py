@@ -1,0 +1,48 @@
+"""A PNG of a run's training and evaluation curves, for a user without TensorBoard.
+
+Reads the event files the training loop writes (`<output_dir>` for training, `<output_dir>/eval`
+for evaluation) with TensorBoard's own reader and draws each metric's two curves on one panel.
+"""
+
+import os
+
+from tensorboard.backend.event_processing import event_accumulator
+
+from albert_tf import io_utils
+
+
+def read_scalars(directory):
+    """{tag: ([steps], [values])} of the event files directly in `directory` ({} if none)."""
+    if not os.path.isdir(directory):
+        return {}
+    events = event_accumulator.EventAccumulator(directory, size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: ([e.step for e in events.Scalars(tag)], [e.value for e in events.Scalars(tag)])
+            for tag in events.Tags()["scalars"]}
+
+
+def plot_runs(panels, path):
+    """`panels`: [(title, run directory, [tags])]; writes one PNG (atomically) with a panel
+    each, training as a line and evaluation as points. Returns `path`."""
+    import matplotlib
+    matplotlib.use("Agg")  # no display needed
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6),
+                                   squeeze=False)
+    for axis, (title, run_dir, tags) in zip(axes[0], panels):
+        train, evaluation = read_scalars(run_dir), read_scalars(os.path.join(run_dir, "eval"))
+        for tag in tags:
+            if tag in train:
+                axis.plot(*train[tag], label=f"train {tag}")
+            if tag in evaluation:
+                axis.plot(*evaluation[tag], "o--", label=f"eval {tag}")
+        axis.set_title(title)
+        axis.set_xlabel("step")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    with io_utils.atomic_path(path) as temp:
+        figure.savefig(temp, format="png", dpi=100)
+    pyplot.close(figure)
+    return path
