@@ -153,7 +153,9 @@ def test_part_of_speech_beats_the_most_frequent_tag_per_word(real_data, spm_mode
     test = reader.read_sentences(os.path.join(data_dir, "test.txt"))
     assert [(word, gold) for word, gold, _ in lines] == [
         pair for sentence in test for pair in zip(sentence.words, sentence.tags)]
-    right = np.mean([gold == predicted for _, gold, predicted in lines])
+    scored = [(gold, predicted) for _, gold, predicted in lines if predicted != "_"]
+    assert len(scored) < len(lines)  # some words did not fit in 64 pieces: written "_"
+    right = np.mean([gold == predicted for gold, predicted in scored])
     results = dict(line.split(" = ") for line in (out / "test_results.txt").read_text().splitlines())
     assert float(results["eval_accuracy"]) == pytest.approx(right, abs=1e-6) and right > 0.5
 

@@ -13,6 +13,11 @@ Signatures:
                    `FullTokenizer`) and packed as `[CLS] a [SEP] (b [SEP])` with the original
                    truncation to max_seq_length. Only with a SentencePiece vocabulary.
 
+`text` and `serving_default` run the model on the batch cut to its longest row rounded up to a
+length bucket (`training.length_buckets`: powers of two from 16, then max_seq_length), not on
+max_seq_length columns of padding: the outputs are the padded batch's (padding is masked out)
+and a short request costs a short sequence. `ids` takes whatever length the client sends.
+
 Every signature returns `probabilities` [B, num_labels] float32 (softmax; for sts-b the raw
 [B, 1] score, as the original), `predictions` [B] (int32 class index; float32 score for sts-b)
 and `label` [B] (the label string; the float score for sts-b). With a threshold
@@ -29,8 +34,10 @@ from albert_tf import tf_tokenization
 from albert_tf.glue import features, task as glue_task
 from albert_tf.export import versioned
 from albert_tf.modeling import classifier
+from albert_tf.training import length_buckets
 
 PRECISIONS = ("float32", "mixed_bfloat16")
+MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 def load_classifier(albert_config, num_labels, checkpoint_path, precision="float32"):
@@ -79,12 +86,17 @@ class ClassifierSignatures:
                                            tf.constant(self.threshold, tf.float32))
         return outputs
 
+    def _trimmed_outputs(self, padded):
+        """`outputs` of a batch padded to max_seq_length, cut to its bucket length first."""
+        trimmed = length_buckets.trim_batch(
+            {name: tf.cast(padded[name], tf.int32) for name in MODEL_INPUTS},
+            length_buckets.default_buckets(self.max_seq_length), MODEL_INPUTS)
+        return self.outputs(*(trimmed[name] for name in MODEL_INPUTS))
+
     def serialized(self, serialized_example):
         spec = features.name_to_features(self.max_seq_length, self.regression)
-        spec = {name: spec[name] for name in ("input_ids", "input_mask", "segment_ids")}
-        parsed = tf.io.parse_example(serialized_example, spec)
-        return self.outputs(*(tf.cast(parsed[name], tf.int32)
-                              for name in ("input_ids", "input_mask", "segment_ids")))
+        spec = {name: spec[name] for name in MODEL_INPUTS}
+        return self._trimmed_outputs(tf.io.parse_example(serialized_example, spec))
 
     def ids(self, input_ids, input_mask, segment_ids):
         return self.outputs(input_ids, input_mask, segment_ids)
@@ -93,7 +105,7 @@ class ClassifierSignatures:
         packed = tf_tokenization.pack_inputs(
             [self.tokenizer.tokenize(text_a), self.tokenizer.tokenize(text_b)],
             self.max_seq_length, self.cls_id, self.sep_id)
-        return self.outputs(packed["input_ids"], packed["input_mask"], packed["segment_ids"])
+        return self._trimmed_outputs(packed)
 
     def archive(self):
         """A Keras `ExportArchive` holding the model, the tokenizer and the signatures."""
