@@ -4,6 +4,7 @@ requirements.txt."""
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -38,8 +39,14 @@ def test_every_script_has_a_command():
 def test_installed_commands_run_outside_the_checkout(tmp_path):
     """A wheel built from the checkout, installed under a prefix: its commands answer --help
     from anywhere, importing the installed package (not the checkout) with its config files."""
+    source = tmp_path / "source"  # setuptools builds in the source tree: not in the checkout
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(REPO_ROOT, name), source / name)
+    shutil.copytree(os.path.join(REPO_ROOT, "albert_tf"), source / "albert_tf",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "-w", str(tmp_path / "dist"), REPO_ROOT],
+                    "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
                    check=True, capture_output=True, timeout=600)
     (wheel,) = glob.glob(str(tmp_path / "dist" / "albert_tf-*.whl"))
     prefix = tmp_path / "prefix"

@@ -1,1 +1,0 @@
-"""GLUE: processors for the official TSV layouts, features, metrics, the classifier head."""

@@ -1,1 +1,0 @@
-"""Pretraining: instance creation (SOP pairs, n-gram masking), TFRecord I/O, MLM + SOP losses."""

@@ -1,1 +1,0 @@
-"""RACE multiple-choice reading comprehension: reader, features, head."""

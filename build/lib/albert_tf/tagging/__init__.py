@@ -1,1 +1,0 @@
-"""Token classification (run_tagging.py): CoNLL-style "token tag" files, one tag per word."""
