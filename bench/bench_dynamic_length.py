@@ -9,6 +9,13 @@ ALBERT-base (v2 config), float32, real-length text, one invocation, round-robin.
   `AlbertForSequenceClassification` + torch AdamW on the same examples in the same order, batched
   by `DataCollatorWithPadding` (padding to each batch's longest row). One step of each in turn;
   examples/s = examples / summed step time over the same batches.
+* Serving latency: the exported classifier (`export.classifier`, loaded with
+  `tf.saved_model.load` as TF Serving loads it) on movie-review sentences, request i = sentence
+  i (batch 1) or sentences 32i…32i+31 (batch 32): its `text` signature (raw text in, tokenized in
+  the graph, trimmed to a bucket) and its `ids` signature fed the ids at their real length
+  (batch 32: padded to the longest row); Hugging Face = `AlbertForSequenceClassification` in
+  eval mode under `torch.no_grad()` on the same ids without padding (batch 32: padded to the
+  longest row). One call of each in turn; p50 and p99.
 * SQuAD prediction: the windows of `data/squad_v1_excerpt.json` (repeated to `--squad_copies`
   times the questions), `--max_seq_length=384`, stride 128, query 64, batch 8. Ours =
   `squad.prediction.SquadEvaluator.raw_results`, v1.1 (always padded to 384, as the original)
@@ -54,7 +61,9 @@ flags.DEFINE_integer("train_steps", 24, "Measured fine-tuning steps per implemen
 flags.DEFINE_integer("train_batch_size", 32, "Fine-tuning global batch.")
 flags.DEFINE_integer("squad_passes", 3, "Measured whole passes per implementation.")
 flags.DEFINE_integer("squad_copies", 8, "How many times the excerpt's questions are repeated.")
-flags.DEFINE_list("measure", ["training", "squad"], "Which parts to measure.")
+flags.DEFINE_integer("latency_runs", 100, "Batch-1 requests per implementation.")
+flags.DEFINE_integer("batch_runs", 20, "Batch-32 requests per implementation.")
+flags.DEFINE_list("measure", ["training", "serving", "squad"], "Which parts to measure.")
 FLAGS = flags.FLAGS
 
 SEQ, SQUAD_SEQ = 128, 384
@@ -160,6 +169,70 @@ def measure_training(config, spm_file, work_dir):
     return rates
 
 
+# ---------------------------------------------------------------------------------- serving
+
+def serving_requests(tokenizer, batch, count):
+    """`count` requests of `batch` movie-review sentences: (texts, ids padded to the longest)."""
+    sentences = [example.text_a for example in movie_review_examples()]
+    requests = []
+    for index in range(count):
+        texts = sentences[index * batch:(index + 1) * batch]
+        rows = [[2] + tokenizer.convert_tokens_to_ids(tokenizer.tokenize(
+            tokenization.preprocess_text(text, lower=True)))[:SEQ - 2] + [3] for text in texts]
+        width = max(len(row) for row in rows)
+        ids = np.array([row + [0] * (width - len(row)) for row in rows], np.int32)
+        requests.append((texts, ids, (ids > 0).astype(np.int32)))
+    return requests
+
+
+def measure_serving(config, spm_file, work_dir):
+    import torch
+    import transformers
+    from albert_tf import tf_tokenization
+    from albert_tf.export import classifier as classifier_export
+    from albert_tf.modeling import classifier
+    tokenizer = tokenization.FullTokenizer(None, True, spm_file)
+    model = classifier.AlbertClassifier(config, 2, use_einsum=False)
+    graph_tokenizer = tf_tokenization.InGraphTokenizer(spm_file, True)
+    signatures = classifier_export.ClassifierSignatures(
+        model, ["0", "1"], SEQ, False, graph_tokenizer, graph_tokenizer.cls_id,
+        graph_tokenizer.sep_id)
+    loaded = tf.saved_model.load(classifier_export.write_saved_model(
+        signatures, os.path.join(work_dir, "export")))
+    hf = transformers.AlbertForSequenceClassification(hf_interop.huggingface_config(
+        config, num_labels=2, attn_implementation=None)).eval()
+    print(f"\nServing latency, movie-review sentences, max_seq_length {SEQ}, round-robin")
+    print("| implementation | batch | p50 ms | p99 ms | p50 vs HF |")
+    print("|---|---|---|---|---|")
+    for batch, runs in ((1, FLAGS.latency_runs), (32, FLAGS.batch_runs)):
+        requests = serving_requests(tokenizer, batch, runs + 3)
+        calls = {
+            "ours, `text` signature (raw text)": lambda r: loaded.signatures["text"](
+                text_a=tf.constant(r[0]), text_b=tf.constant([""] * len(r[0]))),
+            "ours, `ids` signature": lambda r: loaded.signatures["ids"](
+                input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
+                segment_ids=tf.zeros_like(tf.constant(r[1]))),
+            "HF eval, no_grad, no padding": lambda r: _hf_call(torch, hf, r)}
+        times = {name: [] for name in calls}
+        for index, request in enumerate(requests):
+            for name, call in calls.items():
+                start = time.perf_counter()
+                call(request)
+                elapsed = time.perf_counter() - start
+                if index >= 3:  # warm-up requests
+                    times[name].append(elapsed * 1000.0)
+        reference = np.median(times["HF eval, no_grad, no padding"])
+        for name, values in times.items():
+            p50, p99 = np.percentile(values, [50, 99])
+            print(f"| {name} | {batch} | {p50:.1f} | {p99:.1f} | {p50 / reference:.2f}× |")
+
+
+def _hf_call(torch, model, request):
+    with torch.no_grad():
+        return model(input_ids=torch.tensor(request[1], dtype=torch.long),
+                     attention_mask=torch.tensor(request[2], dtype=torch.long)).logits.numpy()
+
+
 # ------------------------------------------------------------------------------ SQuAD predict
 
 def squad_predict_set(spm_file, work_dir):
@@ -240,6 +313,8 @@ def main(_):
         spm_file = spm_model(work_dir)
         if "training" in FLAGS.measure:
             measure_training(config, spm_file, work_dir)
+        if "serving" in FLAGS.measure:
+            measure_serving(config, spm_file, work_dir)
         if "squad" in FLAGS.measure:
             measure_squad(config, spm_file, work_dir)
 
