@@ -1,6 +1,8 @@
 """The built-in TF Serving REST API against a small SavedModel with string and int signatures."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 import urllib.error
@@ -95,3 +97,146 @@ def test_serve_script_classifies_once_in_a_fresh_process(export_dir):
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [line["label"] for line in lines] == ["short", "long"]
+
+
+def _raw(port, request_bytes, timeout=30):
+    """Sends raw bytes; returns (status, JSON body) of the answer (None if no answer)."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as connection:
+        connection.sendall(request_bytes)
+        data = b""
+        while chunk := connection.recv(65536):
+            data += chunk
+    if not data:
+        return None, None
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def _post(path, body):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
+
+
+@pytest.fixture(scope="module")
+def glue_export(tmp_path_factory, spm_model_file):
+    """A real GLUE classifier export (tiny, random weights) with the in-graph tokenizer."""
+    from albert_tf import tf_tokenization
+    from albert_tf.config import AlbertConfig
+    from albert_tf.export import classifier as classifier_export
+    from albert_tf.modeling import classifier
+    config = AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=4, intermediate_size=37, max_position_embeddings=64)
+    tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, True)
+    signatures = classifier_export.ClassifierSignatures(
+        classifier.AlbertClassifier(config, 2), ["neg", "pos"], 64, False, tokenizer,
+        tokenizer.cls_id, tokenizer.sep_id)
+    return classifier_export.write_saved_model(signatures, str(tmp_path_factory.mktemp("glue")))
+
+
+@pytest.mark.slow
+def test_every_bad_request_gets_a_json_answer_and_the_server_stays_up(glue_export):
+    """The requests that used to kill the process or drop the connection, and TF Serving's
+    codes for the rest: 400 malformed, 404 unknown path/model/version/label, 413 too large."""
+    export_base = os.path.dirname(glue_export)
+    version = os.path.basename(glue_export)
+    server, _ = serving.start_python_server(export_base, "albert", port=0, max_batch_size=64,
+                                            max_body_bytes=1 << 16)
+    port = server.server_address[1]
+    base = "/v1/models/albert"
+    ids = {"input_ids": [[2, 10, 3]], "input_mask": [[1, 1, 1]], "segment_ids": [[0, 0, 0]]}
+    cases = [
+        # batch sizes that disagree: used to SIGSEGV inside the tokenizer's trimmer
+        (_post(base + ":predict", {"signature_name": "text", "inputs": {
+            "text_a": ["a good film", "bad"], "text_b": [""]}}), 400, "same batch size"),
+        (_post(base + ":predict", {"signature_name": "text", "instances": [
+            {"text_a": ["a", "b"], "text_b": ""}]}), 400, "rank"),
+        (_post(base + ":predict", {"signature_name": "ids", "inputs": dict(
+            ids, input_mask=[[1, 1]])}), 400, "input_mask|same batch|shape"),
+        (_post(base + ":predict", {"signature_name": "ids", "inputs": dict(
+            ids, input_ids=[[2, 10], [3]])}), 400, "input_ids"),
+        (_post(base + ":predict", {"signature_name": "ids", "inputs": dict(
+            ids, input_ids=[["x", "y", "z"]])}), 400, "input_ids"),
+        (_post(base + ":predict", {"inputs": {"serialized_example": [{"b64": "bm90IGFuIGV4YW1wbGU="}]}}),
+         400, "."),  # valid base64 of a garbage tf.Example: the parse kernel's error
+        (_post(base + ":predict", {"inputs": {"serialized_example": [{"b64": "***"}]}}), 400,
+         "base64"),
+        (_post(base + ":predict", {"instances": [{"serialized_example": "x"}],
+                                   "inputs": {"serialized_example": ["x"]}}), 400, "not both"),
+        (_post(base + ":predict", b"{not json"), 400, "JSON"),
+        (_post(base + ":predict", [1, 2]), 400, "JSON object"),
+        (_post(base + ":predict", {"signature_name": "text", "inputs": {
+            "text_a": ["x"] * 65, "text_b": [""] * 65}}), 400, "max_batch_size"),
+        (_post(base + ":predict", {"inputs": {"serialized_example": ["x" * 70000]}}), 413,
+         "max_body_bytes"),
+        (_post(base + "/versions/1:predict", {"instances": []}), 404, "Specific"),
+        (_post(base + "/labels/stable:predict", {"instances": []}), 404, "label"),
+        (_post("/v1/models/other:predict", {"instances": []}), 404, "other"),
+        (_post("/v2/nothing", {}), 404, "Malformed"),
+        (b"DELETE " + base.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 501,
+         None),
+    ]
+    try:
+        for request, status, message in cases:
+            code, body = _raw(port, request)
+            assert code == status, (request[:200], code, body)
+            if message is not None:
+                assert re.search(message, body["error"]), (request[:200], body)
+        # Still up, and right: a good request to the version that exists.
+        code, body = _raw(port, _post(f"{base}/versions/{version}:predict", {
+            "signature_name": "text", "instances": [{"text_a": "a fine film", "text_b": ""}]}))
+        assert code == 200 and body["predictions"][0]["label"] in ("neg", "pos")
+        code, body = _raw(port, f"GET {base}/metadata HTTP/1.1\r\nHost: x\r\n"
+                                "Connection: close\r\n\r\n".encode())
+        text = body["metadata"]["signature_def"]["signature_def"]["text"]
+        assert text["method_name"] == "tensorflow/serving/predict"
+        assert text["inputs"]["text_a"]["dtype"] == "DT_STRING"
+        assert text["inputs"]["text_a"]["tensor_shape"]["dim"] == [{"size": "-1", "name": ""}]
+        assert text["outputs"]["probabilities"]["dtype"] == "DT_FLOAT"
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.slow
+def test_fuzzed_bodies_and_concurrent_clients(glue_export):
+    """Hundreds of random malformed bodies, then 32 concurrent clients: every request answered
+    (no reset), every error a JSON body, and the server correct afterwards."""
+    import concurrent.futures
+    import random
+    server, _ = serving.start_python_server(os.path.dirname(glue_export), "albert", port=0,
+                                            max_batch_size=64)
+    port = server.server_address[1]
+    rng = random.Random(0)
+    pieces = [None, 1, -1, 2 ** 70, 1.5, "x", "", [], {}, [[1, 2], [3]], [[1, 2, 3]], {"b64": "!"},
+              ["a"] * 3, [[2, 5, 3]] * 2, {"text_a": "a"}, True]
+    keys = ["instances", "inputs", "signature_name", "text_a", "text_b", "input_ids",
+            "input_mask", "segment_ids", "serialized_example"]
+
+    def random_body():
+        choice = rng.random()
+        if choice < 0.15:
+            return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
+        body = {rng.choice(keys): rng.choice(pieces) for _ in range(rng.randrange(1, 4))}
+        if rng.random() < 0.5:
+            body["inputs"] = {rng.choice(keys): rng.choice(pieces) for _ in range(3)}
+        if rng.random() < 0.3:
+            body["signature_name"] = rng.choice(["text", "ids", "serving_default", "nope"])
+        return body
+
+    try:
+        for _ in range(300):
+            path = rng.choice(["/v1/models/albert:predict", "/v1/models/albert:predict",
+                               "/v1/models/albert/versions/7:predict", "/v1/models/albert:classify",
+                               "/v1/models/x:predict", "/v1/models/albert/metadata"])
+            code, body = _raw(port, _post(path, random_body()))
+            assert code is not None and 400 <= code < 600, (path, code)
+            assert isinstance(body.get("error"), str)
+        good = _post("/v1/models/albert:predict", {"signature_name": "text", "instances": [
+            {"text_a": "a fine film", "text_b": ""}, {"text_a": "dull", "text_b": ""}]})
+        with concurrent.futures.ThreadPoolExecutor(32) as pool:
+            answers = list(pool.map(lambda _: _raw(port, good), range(32 * 8)))
+        assert all(code == 200 and len(body["predictions"]) == 2 for code, body in answers)
+        assert len({json.dumps(body) for _, body in answers}) == 1  # the same answer every time
+    finally:
+        server.shutdown()

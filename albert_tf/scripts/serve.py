@@ -27,6 +27,13 @@ flags.DEFINE_multi_string("text", None, "Classify these sentences once and exit 
 flags.DEFINE_multi_string("text_b", None, "Second sentences for pair tasks, one per --text.")
 flags.DEFINE_string("signature_name", "text", "Signature used with --text.")
 flags.DEFINE_bool("use_model_server", True, "Use tensorflow_model_server when it is on PATH.")
+flags.DEFINE_integer("max_batch_size", serving.DEFAULT_MAX_BATCH_SIZE, "Built-in server: larger "
+                     "batches are refused with HTTP 400.", lower_bound=1)
+flags.DEFINE_integer("max_body_bytes", serving.DEFAULT_MAX_BODY_BYTES, "Built-in server: larger "
+                     "request bodies are refused with HTTP 413.", lower_bound=1)
+flags.DEFINE_float("request_timeout_secs", serving.DEFAULT_REQUEST_TIMEOUT_SECS, "Built-in "
+                   "server: a connection idle this long (a stalled upload) is closed.",
+                   lower_bound=0.1)
 flags.mark_flag_as_required("export_dir")
 
 
@@ -51,8 +58,9 @@ def main(argv):
         logging.info("starting %s", " ".join(command))
         serving.run_model_server(command)
         return
-    server, _ = serving.start_python_server(FLAGS.export_dir, FLAGS.model_name,
-                                            FLAGS.rest_api_port, FLAGS.host)
+    server, _ = serving.start_python_server(
+        FLAGS.export_dir, FLAGS.model_name, FLAGS.rest_api_port, FLAGS.host,
+        FLAGS.max_batch_size, FLAGS.max_body_bytes, FLAGS.request_timeout_secs)
     logging.info("serving %s on http://%s:%d/v1/models/%s (built-in TF Serving REST API)",
                  FLAGS.export_dir, FLAGS.host, FLAGS.rest_api_port, FLAGS.model_name)
     try:
