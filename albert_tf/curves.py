@@ -6,19 +6,26 @@ for evaluation) with TensorBoard's own reader and draws each metric's two curves
 
 import os
 
-from tensorboard.backend.event_processing import event_accumulator
+from tensorboard.backend.event_processing import plugin_event_accumulator
+from tensorboard.util import tensor_util
 
 from albert_tf import io_utils
 
 
 def read_scalars(directory):
-    """{tag: ([steps], [values])} of the event files directly in `directory` ({} if none)."""
+    """{tag: ([steps], [values])} of the scalar summaries in the event files directly in
+    `directory` ({} if none). The loop writes TF2 summaries (tensors with the scalars plugin's
+    metadata), which TensorBoard's plugin-aware reader returns as tensors."""
     if not os.path.isdir(directory):
         return {}
-    events = event_accumulator.EventAccumulator(directory, size_guidance={"scalars": 0})
+    events = plugin_event_accumulator.EventAccumulator(directory, size_guidance={"tensors": 0})
     events.Reload()
-    return {tag: ([e.step for e in events.Scalars(tag)], [e.value for e in events.Scalars(tag)])
-            for tag in events.Tags()["scalars"]}
+    curves = {}
+    for tag in events.PluginTagToContent("scalars"):
+        points = events.Tensors(tag)
+        curves[tag] = ([point.step for point in points],
+                       [float(tensor_util.make_ndarray(point.tensor_proto)) for point in points])
+    return curves
 
 
 def plot_runs(panels, path):

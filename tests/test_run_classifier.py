@@ -29,8 +29,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
+from albert_tf.curves import read_scalars
 from albert_tf.training import loop
-from tests.tensorboard_events import read_scalars
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 64
@@ -142,10 +142,10 @@ def test_tensorboard_overlays_training_and_evaluation(sst2_run):
     assert {"loss", "accuracy", "learning_rate"} <= set(train)
     assert {"loss", "accuracy"} <= set(evaluation) and not any(
         tag.startswith("eval_") for tag in evaluation)
-    assert [step for step, _ in evaluation["accuracy"]] == [100, 200, 300, 400]
+    steps, values = evaluation["accuracy"]
+    assert steps == [100, 200, 300, 400]
     blocks = _eval_blocks(os.path.join(sst2_run["output_dir"], "eval_results.txt"))
-    np.testing.assert_allclose([value for _, value in evaluation["accuracy"]],
-                               [b["eval_accuracy"] for b in blocks], rtol=1e-6)
+    np.testing.assert_allclose(values, [b["eval_accuracy"] for b in blocks], rtol=1e-6)
 
 
 @pytest.mark.slow

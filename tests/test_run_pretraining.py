@@ -21,8 +21,8 @@ import tensorflow as tf
 from albert_tf import checkpoints, hf_interop
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import create_data, input_pipeline, options, task as pretraining_task
+from albert_tf.curves import read_scalars
 from albert_tf.training import loop
-from tests.tensorboard_events import read_scalars
 
 pytestmark = pytest.mark.slow
 
@@ -201,8 +201,9 @@ def test_tensorboard_reads_the_training_and_evaluation_curves(killed_and_resumed
               "sentence_order_loss"}
     assert curves | {"learning_rate", "examples_per_second"} <= set(train)
     assert curves <= set(evaluation)  # the same tags: the two runs overlay in TensorBoard
-    assert train["loss"][-1][0] == TRAIN_STEPS and train["loss"][-1][1] < train["loss"][0][1]
-    assert [step for step, _ in evaluation["masked_lm_accuracy"]][-1] == TRAIN_STEPS
+    steps, losses = train["loss"]
+    assert steps[-1] == TRAIN_STEPS and losses[-1] < losses[0]
+    assert evaluation["masked_lm_accuracy"][0][-1] == TRAIN_STEPS
 
 
 def test_checkpoint_loads_in_hugging_face_with_identical_outputs(records, killed_and_resumed):

@@ -12,6 +12,13 @@ from albert_tf.training import checkpointing, loop
 from tests import training_toys
 
 
+@pytest.fixture(autouse=True)
+def _no_global_seed():
+    """A script's --seed earlier in the session sets TensorFlow's global seed; these toy runs
+    rely on their op-level seeds alone (the batch order of `shuffle(seed=1)`)."""
+    tf.random.set_seed(None)
+
+
 def _config(output_dir, **overrides):
     return training_toys._config(str(output_dir), **overrides)
 
