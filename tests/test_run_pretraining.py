@@ -110,7 +110,8 @@ def killed_and_resumed(records, tmp_path_factory):
                                stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 600
-        while not (output_dir / "model.ckpt-200.index").exists():
+        # Killed once `checkpoint` names model.ckpt-200 (its files are written just before).
+        while not (checkpoints.latest_checkpoint(str(output_dir)) or "").endswith("-200"):
             assert process.poll() is None, "run_pretraining.py ended before it was killed"
             assert time.time() < deadline, "no model.ckpt-200 within 600 s"
             time.sleep(0.05)
