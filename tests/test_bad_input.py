@@ -566,10 +566,11 @@ def test_scripts_refuse_bad_input_with_one_line(tmp_path, spm_model_file):
           f"--output_dir={tmp_path / 'other-c'}"), 2,
          r"other-c/albert_config.json: the output directory holds a run of another model "
          r"config \(differs in hidden_size\)"),
-        (("run_race.py", f"--data_dir={tmp_path}", *fine_tuning,
+        (("run_race.py", f"--data_dir={tmp_path}", *fine_tuning, "--max_qa_length=16",
           f"--output_dir={tmp_path / 'other-r'}"), 2,
          r"other-r/albert_config.json: the output directory holds a run of another model"),
-        (("run_squad.py", f"--train_file={squad_train}", *fine_tuning,
+        (("run_squad.py", f"--train_file={squad_train}", *fine_tuning, "--max_query_length=16",
+          "--doc_stride=16",
           f"--output_dir={tmp_path / 'other-s'}"), 2,
          r"other-s/albert_config.json: the output directory holds a run of another model"),
     ]
