@@ -23,7 +23,9 @@ def test_bfloat16_products_run_in_a_fresh_process_that_imports_albert_tf(tmp_pat
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert float(result.stdout.strip().splitlines()[-1]) < 0.02
+    # Kernels that accumulate 128 products in bfloat16 (seen on some CI CPUs) err by ~2% of the
+    # largest output; a broken kernel errs by ~100%.
+    assert float(result.stdout.strip().splitlines()[-1]) < 0.05
 
 
 def _pretend_amx_is_advertised(monkeypatch, tmp_path, works, calls):
