@@ -31,12 +31,12 @@ lengths are those of real English text. Weights are random: speed does not depen
 
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags  # noqa: E402
@@ -69,12 +69,6 @@ FLAGS = flags.FLAGS
 SEQ, SQUAD_SEQ = 128, 384
 
 
-def cpu_model():
-    with open("/proc/cpuinfo", encoding="utf-8") as reader:
-        for line in reader:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def spm_model(work_dir):
@@ -307,7 +301,7 @@ def measure_squad(config, spm_file, work_dir):
 
 
 def main(_):
-    print(f"CPU: {cpu_model()}; {os.cpu_count()} cores; TensorFlow {tf.__version__}")
+    print(f"CPU: {machine.cpu_model()}; {os.cpu_count()} cores; TensorFlow {tf.__version__}")
     config = AlbertConfig.from_json_file(CONFIG)
     with tempfile.TemporaryDirectory(prefix="bench_dynamic_length_") as work_dir:
         spm_file = spm_model(work_dir)

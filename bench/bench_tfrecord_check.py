@@ -10,28 +10,19 @@ invocation, round-robin. The records are 2.6 KB, about a 512-token pretraining e
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 
 import tensorflow as tf  # noqa: E402
 
 from albert_tf import tfrecord_check  # noqa: E402
 
 
-def _cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as reader:
-            for line in reader:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _tf_count(path):
@@ -59,7 +50,7 @@ def main():
             assert _tf_count(path) == args.records
             reads.append(time.perf_counter() - start)
     check, read = statistics.median(checks), statistics.median(reads)
-    print(f"CPU: {_cpu_model()}, {os.cpu_count()} cores")
+    print(machine.describe())
     print(f"{args.records} records, {size_mb:.0f} MB; median of {args.repeats}, round-robin")
     print(f"start-up check: {check:.3f} s ({args.records / check:,.0f} records/s)")
     print(f"TensorFlow reading the file once: {read:.3f} s")

@@ -6,7 +6,8 @@ import os
 
 from tests.conftest import REPO_ROOT
 
-PACKAGES = ("modeling", "pretraining", "glue", "squad", "race", "tagging", "training", "export", "scripts")
+PACKAGES = ("modeling", "pretraining", "glue", "squad", "race", "tagging", "training", "export",
+            "serving", "scripts")
 
 # Bottom first; the same list as docs/architecture.md.
 LAYERS = [
@@ -18,7 +19,7 @@ LAYERS = [
     {"optimization"},
     {"training/"},
     {"pretraining/", "glue/", "squad/", "race/", "tagging/", "export/"},
-    {"serving", "data_sources"},
+    {"serving/", "data_sources"},
     {"scripts/", "demo"},
 ]
 

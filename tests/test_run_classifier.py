@@ -242,6 +242,33 @@ def test_exported_saved_model_in_a_fresh_process(sst2_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_export_without_custom_ops_and_a_separate_preprocessor(sst2_run, tmp_path):
+    """--export_raw_text=false --export_preprocessor_dir: preprocessor + ids model = the
+    combined model's text signature, and the ids model has no tensorflow_text op."""
+    ids_dir, preprocessor_dir = str(tmp_path / "ids"), str(tmp_path / "preprocessor")
+    _run(["run_classifier.py", "--task_name=SST-2", f"--data_dir={sst2_run['glue_dir']}",
+          f"--output_dir={sst2_run['output_dir']}", f"--albert_config_file={sst2_run['config']}",
+          f"--spm_model_file={sst2_run['spm']}", f"--max_seq_length={SEQ}",
+          f"--export_dir={ids_dir}", "--export_raw_text=false",
+          f"--export_preprocessor_dir={preprocessor_dir}"])
+    (ids_version,), (preprocessor_version,) = os.listdir(ids_dir), os.listdir(preprocessor_dir)
+    ids_model = tf.saved_model.load(os.path.join(ids_dir, ids_version))
+    assert "text" not in ids_model.signatures
+    assert {"serving_default", "ids", "classify"} <= set(ids_model.signatures)
+    with open(os.path.join(ids_dir, ids_version, "saved_model.pb"), "rb") as reader:
+        assert b"Sentencepiece" not in reader.read()
+    texts = [example.text_a for example in _sst2_examples(sst2_run["glue_dir"], "dev")[:16]]
+    packed = tf.saved_model.load(os.path.join(preprocessor_dir, preprocessor_version)).signatures[
+        "serving_default"](text_a=tf.constant(texts), text_b=tf.constant([""] * len(texts)))
+    got = ids_model.signatures["ids"](**packed)["probabilities"].numpy()
+    (combined_version,) = [name for name in os.listdir(sst2_run["export_dir"]) if name.isdigit()]
+    combined = tf.saved_model.load(os.path.join(sst2_run["export_dir"], combined_version))
+    expected = combined.signatures["text"](text_a=tf.constant(texts),
+                                           text_b=tf.constant([""] * len(texts)))["probabilities"]
+    np.testing.assert_allclose(got, expected.numpy(), atol=1e-5)
+
+
+@pytest.mark.slow
 def test_stsb_regression_beats_zero_correlation(real_data, spm_model_file, albert_config_file,
                                                 tmp_path):
     glue_dir = str(tmp_path / "glue")

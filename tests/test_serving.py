@@ -52,7 +52,7 @@ def _call(url, body=None):
 
 
 def test_rest_api_matches_tf_serving_formats(export_dir):
-    server, _ = serving.start_python_server(export_dir, "toy", port=0)
+    server = serving.start_python_server(export_dir, "toy", port=0)
     base = f"http://127.0.0.1:{server.server_address[1]}/v1/models/toy"
     try:
         status, body = _call(base)
@@ -70,7 +70,8 @@ def test_rest_api_matches_tf_serving_formats(export_dir):
         np.testing.assert_allclose(sum(second["probabilities"]), 1.0, rtol=1e-6)
 
         status, body = _call(base + ":predict", {"inputs": {"input_ids": [[1, 2, 3], [4, 5, 6]]}})
-        assert status == 200 and body == {"outputs": {"total": [6, 15]}}
+        # One output: TF Serving omits its name in the columnar answer too (api_rest.md).
+        assert status == 200 and body == {"outputs": [6, 15]}
         status, body = _call(base + ":predict", {"instances": [[1, 1, 1]]})
         assert body == {"predictions": [3]}
 
@@ -122,17 +123,10 @@ def _post(path, body):
 @pytest.fixture(scope="module")
 def glue_export(tmp_path_factory, spm_model_file):
     """A real GLUE classifier export (tiny, random weights) with the in-graph tokenizer."""
-    from albert_tf import tf_tokenization
-    from albert_tf.config import AlbertConfig
     from albert_tf.export import classifier as classifier_export
-    from albert_tf.modeling import classifier
-    config = AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=4, intermediate_size=37, max_position_embeddings=64)
-    tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, True)
-    signatures = classifier_export.ClassifierSignatures(
-        classifier.AlbertClassifier(config, 2), ["neg", "pos"], 64, False, tokenizer,
-        tokenizer.cls_id, tokenizer.sep_id)
-    return classifier_export.write_saved_model(signatures, str(tmp_path_factory.mktemp("glue")))
+    from tests.serving_fixtures import tiny_classifier_signatures
+    return classifier_export.write_saved_model(tiny_classifier_signatures(spm_model_file),
+                                               str(tmp_path_factory.mktemp("glue")))
 
 
 @pytest.mark.slow
@@ -141,7 +135,7 @@ def test_every_bad_request_gets_a_json_answer_and_the_server_stays_up(glue_expor
     codes for the rest: 400 malformed, 404 unknown path/model/version/label, 413 too large."""
     export_base = os.path.dirname(glue_export)
     version = os.path.basename(glue_export)
-    server, _ = serving.start_python_server(export_base, "albert", port=0, max_batch_size=64,
+    server = serving.start_python_server(export_base, "albert", port=0, max_batch_size=64,
                                             max_body_bytes=1 << 16)
     port = server.server_address[1]
     base = "/v1/models/albert"
@@ -204,7 +198,7 @@ def test_fuzzed_bodies_and_concurrent_clients(glue_export):
     (no reset), every error a JSON body, and the server correct afterwards."""
     import concurrent.futures
     import random
-    server, _ = serving.start_python_server(os.path.dirname(glue_export), "albert", port=0,
+    server = serving.start_python_server(os.path.dirname(glue_export), "albert", port=0,
                                             max_batch_size=64)
     port = server.server_address[1]
     rng = random.Random(0)

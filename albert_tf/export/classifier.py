@@ -8,10 +8,23 @@ Signatures:
                    `input_ids`, `input_mask`, `segment_ids` [max_seq_length] — the original's
                    serving input (records written by `glue.features` parse as they are).
   ids              int32 `input_ids`, `input_mask`, `segment_ids` [B, S], S <= max_position_embeddings.
+  classify         (`regress` for sts-b) TF Serving's Classify / Regress API: `inputs`, string
+                   [B] serialized `tf.Example`s with int64 `input_ids`, `input_mask`,
+                   `segment_ids` lists of one length <= max_seq_length each (padding optional);
+                   returns `classes` [B, num_labels] (label strings) and `scores` [B,
+                   num_labels] (probabilities), or `outputs` [B] (the score) for regress.
   text             string `text_a`, `text_b` [B] (empty `text_b` for single-sentence tasks),
                    tokenized in the graph (`tf_tokenization.InGraphTokenizer`, identical ids to
                    `FullTokenizer`) and packed as `[CLS] a [SEP] (b [SEP])` with the original
-                   truncation to max_seq_length. Only with a SentencePiece vocabulary.
+                   truncation to max_seq_length. Only with a SentencePiece vocabulary and
+                   `include_text`: it is the one signature that needs tensorflow_text's custom
+                   ops, so without it the SavedModel loads in any TensorFlow (stock TF
+                   Serving, `saved_model_cli run`) and `export.preprocessor` writes the tokenizer
+                   as a SavedModel of its own.
+
+The id signatures refuse ids outside [0, vocab_size), segment ids outside [0, type_vocab_size),
+inputs of different shapes and sequences longer than max_position_embeddings
+(InvalidArgumentError, HTTP 400 from TF Serving and serve.py) rather than compute garbage.
 
 `text` and `serving_default` run the model on the batch cut to its longest row rounded up to a
 length bucket (`training.length_buckets`: powers of two from 16, then max_seq_length), not on
@@ -32,6 +45,7 @@ import tensorflow as tf
 from albert_tf import checkpoints
 from albert_tf import tf_tokenization
 from albert_tf.glue import features, task as glue_task
+from albert_tf.export import signature_methods
 from albert_tf.export import versioned
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets
@@ -93,13 +107,63 @@ class ClassifierSignatures:
             length_buckets.default_buckets(self.max_seq_length), MODEL_INPUTS)
         return self.outputs(*(trimmed[name] for name in MODEL_INPUTS))
 
+    def checked(self, input_ids, input_mask, segment_ids):
+        """The inputs, after asserting that the model can embed them."""
+        config = self.model.config
+        shape = tf.shape(input_ids)
+        checks = [
+            tf.debugging.assert_equal(shape, tf.shape(input_mask),
+                                      message="input_ids and input_mask differ in shape"),
+            tf.debugging.assert_equal(shape, tf.shape(segment_ids),
+                                      message="input_ids and segment_ids differ in shape"),
+            tf.debugging.assert_less_equal(shape[1], config.max_position_embeddings,
+                                           message="sequence longer than max_position_embeddings"),
+            tf.debugging.assert_non_negative(input_ids, message="input_ids must be >= 0"),
+            tf.debugging.assert_less(input_ids, config.vocab_size,
+                                     message="input_ids must be < vocab_size"),
+            tf.debugging.assert_non_negative(segment_ids, message="segment_ids must be >= 0"),
+            tf.debugging.assert_less(segment_ids, config.type_vocab_size,
+                                     message="segment_ids must be < type_vocab_size"),
+        ]
+        with tf.control_dependencies(checks):
+            return tuple(tf.identity(tensor) for tensor in (input_ids, input_mask, segment_ids))
+
     def serialized(self, serialized_example):
         spec = features.name_to_features(self.max_seq_length, self.regression)
         spec = {name: spec[name] for name in MODEL_INPUTS}
-        return self._trimmed_outputs(tf.io.parse_example(serialized_example, spec))
+        parsed = tf.io.parse_example(serialized_example, spec)
+        checked = self.checked(*(tf.cast(parsed[name], tf.int32) for name in MODEL_INPUTS))
+        return self._trimmed_outputs(dict(zip(MODEL_INPUTS, checked)))
 
     def ids(self, input_ids, input_mask, segment_ids):
-        return self.outputs(input_ids, input_mask, segment_ids)
+        return self.outputs(*self.checked(input_ids, input_mask, segment_ids))
+
+    def examples(self, inputs):
+        """classify / regress: tf.Examples whose id lists may be unpadded (any length up to
+        max_seq_length, the three of one example equally long)."""
+        parsed = tf.io.parse_example(inputs, {name: tf.io.RaggedFeature(tf.int64)
+                                              for name in MODEL_INPUTS})
+        lengths = parsed["input_ids"].row_lengths()
+        with tf.control_dependencies([
+                tf.debugging.assert_equal(lengths, parsed[name].row_lengths(), message=(
+                    f"input_ids and {name} of one example differ in length"))
+                for name in MODEL_INPUTS[1:]] + [
+                tf.debugging.assert_less_equal(lengths, tf.constant(self.max_seq_length, lengths.dtype),
+                                               message="input_ids longer than max_seq_length")]):
+            dense = [tf.cast(parsed[name].to_tensor(), tf.int32) for name in MODEL_INPUTS]
+        outputs = self.outputs(*self.checked(*dense))
+        if self.regression:
+            return {signature_methods.REGRESS_OUTPUTS: tf.reshape(outputs["predictions"], [-1])}
+        batch = tf.shape(outputs["probabilities"])[0]
+        return {signature_methods.CLASSIFY_CLASSES: tf.tile(self.label_names[tf.newaxis], [batch, 1]),
+                signature_methods.CLASSIFY_SCORES: outputs["probabilities"]}
+
+    @property
+    def examples_signature(self):
+        """(name, TF Serving method) of the Classify or Regress signature."""
+        if self.regression:
+            return "regress", signature_methods.REGRESS
+        return "classify", signature_methods.CLASSIFY
 
     def text(self, text_a, text_b):
         packed = tf_tokenization.pack_inputs(
@@ -107,8 +171,9 @@ class ClassifierSignatures:
             self.max_seq_length, self.cls_id, self.sep_id)
         return self._trimmed_outputs(packed)
 
-    def archive(self):
-        """A Keras `ExportArchive` holding the model, the tokenizer and the signatures."""
+    def archive(self, include_text=True):
+        """A Keras `ExportArchive` holding the model, the tokenizer (`include_text`) and the
+        signatures."""
         dummy = tf.zeros([1, 2], tf.int32)
         self.ids(dummy, dummy, dummy)  # builds the model's variables
         archive = keras.export.ExportArchive()
@@ -117,8 +182,10 @@ class ClassifierSignatures:
             tf.TensorSpec([None], tf.string, name="serialized_example")])
         archive.add_endpoint("ids", self.ids, input_signature=[
             tf.TensorSpec([None, None], tf.int32, name=name)
-            for name in ("input_ids", "input_mask", "segment_ids")])
-        if self.tokenizer is not None:
+            for name in MODEL_INPUTS])
+        archive.add_endpoint(self.examples_signature[0], self.examples, input_signature=[
+            tf.TensorSpec([None], tf.string, name=signature_methods.CLASSIFY_INPUTS)])
+        if include_text and self.tokenizer is not None:
             archive.track(self.tokenizer)
             archive.add_endpoint("text", self.text, input_signature=[
                 tf.TensorSpec([None], tf.string, name="text_a"),
@@ -126,12 +193,14 @@ class ClassifierSignatures:
         return archive
 
 
-def write_saved_model(signatures, export_dir):
+def write_saved_model(signatures, export_dir, include_text=True):
     """Writes `<export_dir>/<version>/` atomically; returns that path."""
-    return versioned.write_archive(signatures.archive(), export_dir)
+    name, method = signatures.examples_signature
+    return versioned.write_archive(signatures.archive(include_text), export_dir, {name: method})
 
 
-def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, precision="float32"):
+def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, precision="float32",
+                           include_text=True):
     """Exports the classifier of a `glue.run.ClassifierJob` from a fine-tuned checkpoint."""
     model = load_classifier(job.albert_config, job.num_labels, checkpoint_path, precision)
     tokenizer = cls_id = sep_id = None
@@ -140,4 +209,4 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, pre
         cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
     signatures = ClassifierSignatures(model, job.label_list, job.max_seq_length, job.regression,
                                       tokenizer, cls_id, sep_id, threshold)
-    return write_saved_model(signatures, export_dir)
+    return write_saved_model(signatures, export_dir, include_text)

@@ -6,6 +6,8 @@ import uuid
 
 import tensorflow as tf
 
+from albert_tf.export import signature_methods
+
 
 def next_version(directory):
     """Seconds since the epoch, or one more than the highest existing version."""
@@ -14,13 +16,16 @@ def next_version(directory):
     return max([int(time.time())] + [version + 1 for version in existing])
 
 
-def write_archive(archive, directory):
+def write_archive(archive, directory, method_names=None):
     """Writes a Keras `ExportArchive` to `<directory>/<version>/` under a temporary name first,
-    so TF Serving never picks up a half-written version; returns that path."""
+    so TF Serving never picks up a half-written version; returns that path. `method_names`
+    ({signature: TF Serving method}) marks Classify / Regress signatures."""
     tf.io.gfile.makedirs(directory)
     temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:8]}")
     try:
         archive.write_out(temp, verbose=False)
+        if method_names:
+            signature_methods.set_method_names(temp, method_names)
         return _rename_to_new_version(temp, directory)
     except BaseException:
         if tf.io.gfile.exists(temp):

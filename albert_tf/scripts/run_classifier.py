@@ -21,6 +21,7 @@ import keras
 from albert_tf import cli, output_lock
 from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
+from albert_tf.export import preprocessor as preprocessor_export
 from albert_tf.glue import processors
 from albert_tf.glue import run as glue_run
 from albert_tf.training import flags as training_flags
@@ -56,6 +57,12 @@ flags.DEFINE_integer("warmup_step", 0, "Number of steps to perform linear learni
                      "for.", lower_bound=0)
 flags.DEFINE_string("export_dir", None, "The directory where the exported SavedModel will be "
                     "stored (in a numeric version subdirectory, for TensorFlow Serving).")
+flags.DEFINE_bool("export_raw_text", True, "Include the in-graph tokenizer and the `text` "
+                  "signature in the exported model (new). Those need tensorflow_text wherever "
+                  "the model is served; with false the export holds no custom ops (stock TF "
+                  "Serving, saved_model_cli) and --export_preprocessor_dir takes the tokenizer.")
+flags.DEFINE_string("export_preprocessor_dir", None, "Also write the raw-text tokenizer as a "
+                    "SavedModel of its own here (new; text_a, text_b -> the model's ids inputs).")
 flags.DEFINE_float("threshold_to_export", float("nan"), "The threshold value that should be "
                    "used with the exported classifier. When specified, the threshold will be "
                    "attached to the exported SavedModel, and served along with the "
@@ -77,9 +84,13 @@ for _required in ("data_dir", "task_name", "albert_config_file"):
 
 def main(_):
     logging.set_verbosity(logging.INFO)
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir
+            or FLAGS.export_preprocessor_dir):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict or "
                              "--export_dir must be given.")
+    if FLAGS.export_preprocessor_dir and not FLAGS.spm_model_file:
+        raise app.UsageError("--export_preprocessor_dir needs --spm_model_file (the in-graph "
+                             "tokenizer is SentencePiece)")
     if FLAGS.seed is not None:
         keras.utils.set_random_seed(FLAGS.seed)
     albert_config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
@@ -113,8 +124,13 @@ def main(_):
         threshold = None if math.isnan(FLAGS.threshold_to_export) else FLAGS.threshold_to_export
         path = classifier_export.export_from_checkpoint(
             job, glue_run.resolve_best_checkpoint(FLAGS.output_dir), FLAGS.export_dir,
-            threshold=threshold)
+            threshold=threshold, include_text=FLAGS.export_raw_text)
         logging.info("Exported %s", path)
+    if FLAGS.export_preprocessor_dir:
+        path = preprocessor_export.write_preprocessor(
+            FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+            FLAGS.export_preprocessor_dir)
+        logging.info("Exported the text preprocessor %s", path)
 
 
 def entry():

@@ -2,14 +2,13 @@
 
   python serve.py --export_dir=OUT/export --model_name=albert --rest_api_port=8501
       Runs `tensorflow_model_server` when it is installed, else the built-in server with the
-      same REST API (albert_tf/serving.py).
+      same REST API (albert_tf/serving/), which also picks up new versions without a restart.
   python serve.py --export_dir=OUT/export --text="a gripping film" --text="dull and tired"
       Loads the SavedModel in this process and prints one JSON line per sentence from its
       raw-text signature.
 """
 
 import json
-import time
 
 from absl import app
 from absl import flags
@@ -34,11 +33,17 @@ flags.DEFINE_integer("max_body_bytes", serving.DEFAULT_MAX_BODY_BYTES, "Built-in
 flags.DEFINE_float("request_timeout_secs", serving.DEFAULT_REQUEST_TIMEOUT_SECS, "Built-in "
                    "server: a connection idle this long (a stalled upload) is closed.",
                    lower_bound=0.1)
+flags.DEFINE_integer("num_versions", serving.DEFAULT_NUM_VERSIONS, "Built-in server: how many of "
+                     "the newest versions under --export_dir are served at once.", lower_bound=1)
+flags.DEFINE_float("file_system_poll_wait_seconds", serving.DEFAULT_POLL_SECS, "Built-in server: "
+                   "how often --export_dir is rescanned for new versions (TF Serving's flag).",
+                   lower_bound=0.05)
 flags.mark_flag_as_required("export_dir")
 
 
 def classify_once():
-    runner = serving.ModelRunner(FLAGS.export_dir, FLAGS.model_name)
+    model_dir, version = serving.resolve_model_dir(FLAGS.export_dir)
+    runner = serving.ModelRunner(model_dir, FLAGS.model_name, version or 1)
     texts_b = FLAGS.text_b or [""] * len(FLAGS.text)
     if len(texts_b) != len(FLAGS.text):
         raise app.UsageError(f"--text_b given {len(texts_b)} times, --text {len(FLAGS.text)} times")
@@ -58,14 +63,14 @@ def main(argv):
         logging.info("starting %s", " ".join(command))
         serving.run_model_server(command)
         return
-    server, _ = serving.start_python_server(
+    server = serving.start_python_server(
         FLAGS.export_dir, FLAGS.model_name, FLAGS.rest_api_port, FLAGS.host,
-        FLAGS.max_batch_size, FLAGS.max_body_bytes, FLAGS.request_timeout_secs)
+        FLAGS.max_batch_size, FLAGS.max_body_bytes, FLAGS.request_timeout_secs,
+        FLAGS.num_versions, FLAGS.file_system_poll_wait_seconds)
     logging.info("serving %s on http://%s:%d/v1/models/%s (built-in TF Serving REST API)",
-                 FLAGS.export_dir, FLAGS.host, FLAGS.rest_api_port, FLAGS.model_name)
+                 FLAGS.export_dir, *server.server_address, FLAGS.model_name)
     try:
-        while True:
-            time.sleep(3600)
+        server.wait()
     except KeyboardInterrupt:
         server.shutdown()
 

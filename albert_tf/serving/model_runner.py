@@ -1,0 +1,185 @@
+"""One loaded SavedModel version: TF Serving's Predict, Classify, Regress and metadata calls on
+JSON-decoded requests, with every input checked against the signature before the graph runs."""
+
+import os
+
+from google.protobuf import json_format
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from albert_tf.export import signature_methods
+from albert_tf.serving import json_values
+from albert_tf.serving.errors import ServingError
+
+DEFAULT_SIGNATURE = "serving_default"
+DEFAULT_MAX_BATCH_SIZE = 1024
+
+
+def signature_defs(model_dir):
+    """The SignatureDef protos of `<model_dir>/saved_model.pb` (tensor names, method names)."""
+    saved_model = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(model_dir, "saved_model.pb"), "rb") as reader:
+        saved_model.ParseFromString(reader.read())
+    return {name: proto for name, proto in saved_model.meta_graphs[0].signature_def.items()
+            if not name.startswith("__")}  # __saved_model_init_op is not a served signature
+
+
+class ModelRunner:
+    """Runs the signatures of the SavedModel in `model_dir`, served as `version` of `model_name`."""
+
+    def __init__(self, model_dir, model_name, version, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+        self.model_dir, self.model_name, self.version = model_dir, model_name, version
+        self.max_batch_size = max_batch_size
+        self._loaded = tf.saved_model.load(model_dir)
+        self.signatures = dict(self._loaded.signatures)
+        if not self.signatures:
+            raise ServingError(f"{model_dir}: the SavedModel has no signatures", status=500)
+        self.signature_defs = signature_defs(model_dir)
+
+    def _signature(self, name, method=None):
+        name = name or DEFAULT_SIGNATURE
+        if not isinstance(name, str) or name not in self.signatures:
+            raise ServingError(f"Serving signature name: \"{name}\" not found in signature def; "
+                               f"available: {sorted(self.signatures)}")
+        actual = self.signature_defs[name].method_name
+        if method is not None and actual != method:
+            raise ServingError(f"Expected {method.rsplit('/', 1)[-1]} signature method_name to be "
+                               f"{method}. Was: {actual} (signature \"{name}\")")
+        return self.signatures[name]
+
+    def _convert_inputs(self, function, columns):
+        specs = function.structured_input_signature[1]
+        missing = sorted(set(specs) - set(columns))
+        unknown = sorted(set(columns) - set(specs))
+        if missing or unknown:
+            raise ServingError(f"inputs must be exactly {sorted(specs)}; missing {missing}, unknown {unknown}")
+        tensors, batch_sizes = {}, {}
+        for key, spec in specs.items():
+            value = columns[key]
+            if spec.dtype == tf.string:
+                value = json_values.decode_b64(value, key)
+            try:
+                if spec.dtype == tf.string:
+                    # Not numpy's bytes dtype: it drops trailing NUL bytes (serialized protos).
+                    array = np.asarray(value, dtype=object)
+                    if not all(isinstance(item, (str, bytes)) for item in array.flat):
+                        raise ValueError("ragged or non-string values")
+                else:
+                    array = np.asarray(value)
+                    if array.dtype == object:
+                        raise ValueError("ragged or mixed-type values")
+                tensors[key] = tf.constant(array, dtype=spec.dtype)
+            except (TypeError, ValueError, OverflowError) as error:
+                raise ServingError(f"input '{key}': cannot convert to {spec.dtype.name}: "
+                                   f"{error}") from error
+            shape = tensors[key].shape
+            if spec.shape.rank is not None and shape.rank != spec.shape.rank:
+                raise ServingError(f"input '{key}': expected rank {spec.shape.rank} "
+                                   f"{spec.shape.as_list()}, got shape {shape.as_list()}")
+            if not spec.shape.is_compatible_with(shape):
+                raise ServingError(f"input '{key}': expected shape {spec.shape.as_list()} "
+                                   f"(None = any), got {shape.as_list()}")
+            if shape.rank:
+                batch_sizes[key] = shape[0]
+        if len(set(batch_sizes.values())) > 1:
+            raise ServingError(f"inputs must have the same batch size; got {batch_sizes}")
+        batch = next(iter(batch_sizes.values()), 0)
+        if batch > self.max_batch_size:
+            raise ServingError(f"batch of {batch} exceeds the server's --max_batch_size="
+                               f"{self.max_batch_size}")
+        if batch == 0 and batch_sizes:
+            raise ServingError("empty batch")
+        return tensors
+
+    def _run(self, function, columns):
+        tensors = self._convert_inputs(function, columns)
+        try:
+            return {key: value.numpy() for key, value in function(**tensors).items()}
+        except tf.errors.InvalidArgumentError as error:
+            raise ServingError(error.message) from error
+        except tf.errors.OpError as error:
+            raise ServingError(error.message, status=500) from error
+
+    def predict(self, request):
+        """TF Serving's Predict: row form (`instances`) or columnar form (`inputs`)."""
+        if not isinstance(request, dict):
+            raise ServingError("the request body must be a JSON object")
+        if "instances" in request and "inputs" in request:
+            raise ServingError("Request must have either 'instances' or 'inputs', not both")
+        function = self._signature(request.get("signature_name"))
+        names = list(function.structured_input_signature[1])
+        if "instances" in request:
+            instances = request["instances"]
+            if not isinstance(instances, list) or not instances:
+                raise ServingError("'instances' must be a non-empty list")
+            if all(isinstance(row, dict) and set(row) != {"b64"} for row in instances):
+                columns = {key: [row.get(key) for row in instances] for key in names}
+            elif len(names) == 1:
+                columns = {names[0]: instances}
+            else:
+                raise ServingError(f"instances must be objects with keys {names}")
+            arrays = self._run(function, columns)
+            rows = [{key: json_values.to_json(array[i], key) for key, array in arrays.items()}
+                    for i in range(len(instances))]
+            if len(arrays) == 1:
+                rows = [next(iter(row.values())) for row in rows]
+            return {"predictions": rows}
+        if "inputs" in request:
+            columns = request["inputs"]
+            if not isinstance(columns, dict) or set(columns) == {"b64"}:
+                if len(names) != 1:
+                    raise ServingError(f"'inputs' must be an object with keys {names}")
+                columns = {names[0]: columns}
+            outputs = {key: json_values.to_json(value, key)
+                       for key, value in self._run(function, columns).items()}
+            if len(outputs) == 1:  # TF Serving omits the name of a single output
+                return {"outputs": next(iter(outputs.values()))}
+            return {"outputs": outputs}
+        raise ServingError("the request needs 'instances' or 'inputs'")
+
+    def _run_on_examples(self, request, method):
+        if not isinstance(request, dict):
+            raise ServingError("the request body must be a JSON object")
+        function = self._signature(request.get("signature_name"), method)
+        names = list(function.structured_input_signature[1])
+        if len(names) != 1:
+            raise ServingError(f"a {method} signature takes one input of serialized tf.Examples, "
+                               f"this one takes {names}", status=500)
+        return self._run(function, {names[0]: json_values.serialized_examples(request)})
+
+    def classify(self, request):
+        """TF Serving's Classify: `{"result": [[[class, score], ...], ...]}` per example."""
+        outputs = self._run_on_examples(request, signature_methods.CLASSIFY)
+        scores = outputs.get(signature_methods.CLASSIFY_SCORES)
+        classes = outputs.get(signature_methods.CLASSIFY_CLASSES)
+        reference = scores if scores is not None else classes
+        if reference is None:
+            raise ServingError("the classify signature returns neither 'classes' nor 'scores'",
+                               status=500)
+        result = []
+        for row in range(reference.shape[0]):
+            count = reference.shape[1] if reference.ndim > 1 else 1
+            labels = (json_values.to_json(classes[row], "classes") if classes is not None
+                      else [""] * count)
+            values = scores[row].tolist() if scores is not None else [0.0] * count
+            result.append([[label, value] for label, value in zip(labels, values)])
+        return {"result": result}
+
+    def regress(self, request):
+        """TF Serving's Regress: `{"result": [value, ...]}`, one float per example."""
+        outputs = self._run_on_examples(request, signature_methods.REGRESS)
+        if signature_methods.REGRESS_OUTPUTS not in outputs:
+            raise ServingError("the regress signature has no 'outputs' output", status=500)
+        return {"result": np.reshape(outputs[signature_methods.REGRESS_OUTPUTS], [-1]).tolist()}
+
+    def metadata(self):
+        """TF Serving's GetModelMetadata JSON: the SignatureDef protos (DT_* dtypes,
+        `tensor_shape.dim`, tensor names, `method_name`) as JSON."""
+        signature_def = {
+            name: json_format.MessageToDict(proto, preserving_proto_field_name=True,
+                                            always_print_fields_with_no_presence=True)
+            for name, proto in self.signature_defs.items()}
+        return {"model_spec": {"name": self.model_name, "signature_name": "",
+                               "version": str(self.version)},
+                "metadata": {"signature_def": {"signature_def": signature_def}}}

@@ -1,0 +1,80 @@
+"""Starting a server: `tensorflow_model_server` when it is installed, else the built-in REST app
+on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog, HTTP
+parsing errors answered by h11, graceful shutdown)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import uvicorn
+
+from albert_tf.serving import metrics as metrics_lib
+from albert_tf.serving import rest_app
+from albert_tf.serving import versions as versions_lib
+from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE
+
+LISTEN_BACKLOG = 2048
+
+
+class RestServer:
+    """The built-in server running on a background thread. `server_address` is the bound
+    (host, port); `shutdown()` stops accepting, finishes open requests and stops polling."""
+
+    def __init__(self, app, versions, host, port, request_timeout_secs):
+        self.versions = versions
+        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        self.server_address = listener.getsockname()[:2]
+        config = uvicorn.Config(app, lifespan="off", backlog=LISTEN_BACKLOG, access_log=False,
+                                log_level="warning", timeout_keep_alive=max(1, round(request_timeout_secs)))
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [listener]},
+                                        daemon=True, name="rest-server")
+        self._thread.start()
+        deadline = time.monotonic() + 60
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the REST server did not start on {host}:{port}")
+            time.sleep(0.01)
+
+    def wait(self):
+        """Blocks until the server stops (Ctrl-C in the main thread stops it)."""
+        while self._thread.is_alive():
+            self._thread.join(0.5)
+
+    def shutdown(self):
+        self.versions.stop_polling()
+        self._server.should_exit = True
+        self._thread.join(30)
+
+
+def start_python_server(export_dir, model_name, port, host="127.0.0.1",
+                        max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+                        max_body_bytes=rest_app.DEFAULT_MAX_BODY_BYTES,
+                        request_timeout_secs=rest_app.DEFAULT_REQUEST_TIMEOUT_SECS,
+                        num_versions=versions_lib.DEFAULT_NUM_VERSIONS,
+                        poll_secs=versions_lib.DEFAULT_POLL_SECS):
+    """Loads the newest `num_versions` versions under `export_dir`, serves them on
+    host:port (0 = any free port) and watches for new ones; returns the `RestServer`."""
+    versions = versions_lib.ServedVersions(export_dir, model_name, max_batch_size, num_versions)
+    versions.start_polling(poll_secs)
+    app = rest_app.RestApp(versions, metrics_lib.RequestMetrics(), max_body_bytes,
+                           request_timeout_secs)
+    return RestServer(app, versions, host, port, request_timeout_secs)
+
+
+def model_server_command(export_dir, model_name, rest_port):
+    """The `tensorflow_model_server` command line, or None when that binary is not installed."""
+    binary = shutil.which("tensorflow_model_server")
+    if binary is None:
+        return None
+    return [binary, f"--rest_api_port={rest_port}", f"--model_name={model_name}",
+            f"--model_base_path={os.path.abspath(export_dir)}"]
+
+
+def run_model_server(command):
+    return subprocess.run(command, check=True)

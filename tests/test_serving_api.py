@@ -1,0 +1,183 @@
+"""The built-in server against TF Serving's REST API document: its request/response examples and
+rules (tests/fixtures/tf_serving_rest_api.json), several versions with hot reload, metrics."""
+
+import json
+import os
+import re
+import shutil
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+import tensorflow as tf
+
+from albert_tf import serving
+from albert_tf.export import signature_methods
+from tests.conftest import REPO_ROOT
+
+FIXTURES = os.path.join(REPO_ROOT, "tests", "fixtures", "tf_serving_rest_api.json")
+
+
+class _HalfPlusThree(tf.Module):
+    """TF Serving's documented example model, y = 0.5 x + 3, with the signature kinds it has."""
+
+    def __init__(self, offset=3.0):
+        super().__init__()
+        self.offset = tf.Variable(offset)
+
+    def _y(self, x):
+        return 0.5 * x + self.offset
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
+    def predict(self, x):
+        return {"y": self._y(x)}
+
+    def _x_of(self, inputs):
+        return tf.io.parse_example(inputs, {"x": tf.io.FixedLenFeature([1], tf.float32)})["x"][:, 0]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+    def regress(self, inputs):
+        return {"outputs": self._y(self._x_of(inputs))}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+    def classify(self, inputs):
+        y = self._y(self._x_of(inputs))
+        return {"scores": y[:, tf.newaxis], "classes": tf.fill([tf.shape(y)[0], 1], "half")}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="tag"),
+                                  tf.TensorSpec([None, 5], tf.int32, name="signal")])
+    def tagged(self, tag, signal):
+        return {"tag_bytes": tag, "total": tf.reduce_sum(signal, axis=1)}
+
+
+def _write_version(base, version, offset=3.0):
+    model = _HalfPlusThree(offset)
+    path = os.path.join(base, str(version))
+    temp = os.path.join(base, f".tmp-{version}")
+    tf.saved_model.save(model, temp, signatures={
+        "serving_default": model.predict, "tensorflow/serving/regress": model.regress,
+        "classify_x_to_y": model.classify, "tagged": model.tagged})
+    signature_methods.set_method_names(temp, {
+        "tensorflow/serving/regress": signature_methods.REGRESS,
+        "classify_x_to_y": signature_methods.CLASSIFY})
+    os.rename(temp, path)  # as our exports and TF Serving expect: a version appears complete
+    return path
+
+
+def _http(port, method, path, body=None, timeout=60):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=None if body is None else body.encode())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def _is_subset(expected, actual):
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            key in actual and _is_subset(value, actual[key]) for key, value in expected.items())
+    return expected == actual
+
+
+@pytest.fixture(scope="module")
+def half_plus_three(tmp_path_factory):
+    base = str(tmp_path_factory.mktemp("half_plus_three"))
+    _write_version(base, 123)
+    return base
+
+
+def test_documented_requests_get_the_documented_answers(half_plus_three):
+    with open(FIXTURES, encoding="utf-8") as reader:
+        fixtures = json.load(reader)
+    server = serving.start_python_server(half_plus_three, fixtures["model_name"], port=0)
+    port = server.server_address[1]
+    try:
+        for case in fixtures["cases"]:
+            status, text = _http(port, case["method"], case["path"], case.get("body"))
+            body = json.loads(text)  # NaN / Infinity tokens allowed, as the document says
+            assert status == case["status"], (case["name"], status, body)
+            if "response" in case:
+                assert body == case["response"], (case["name"], body)
+            if "response_subset" in case:
+                assert _is_subset(case["response_subset"], body), (case["name"], body)
+            if "error" in case:
+                assert set(body) == {"error"} and re.search(case["error"], body["error"]), (
+                    case["name"], body)
+    finally:
+        server.shutdown()
+
+
+def _wait_for(condition, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def _versions(port):
+    status, text = _http(port, "GET", "/v1/models/m")
+    return [entry["version"] for entry in json.loads(text)["model_version_status"]]
+
+
+def _predict(port, path="/v1/models/m:predict"):
+    return _http(port, "POST", path, '{"instances": [2.0]}')
+
+
+def test_new_versions_are_served_without_a_restart_and_old_ones_unloaded(tmp_path):
+    base = str(tmp_path)
+    _write_version(base, 1, offset=3.0)
+    server = serving.start_python_server(base, "m", port=0, num_versions=2, poll_secs=0.1)
+    port = server.server_address[1]
+    try:
+        assert _versions(port) == ["1"]
+        assert json.loads(_predict(port)[1]) == {"predictions": [4.0]}
+        _write_version(base, 2, offset=10.0)
+        _wait_for(lambda: _versions(port) == ["2", "1"])
+        assert json.loads(_predict(port)[1]) == {"predictions": [11.0]}  # the latest
+        assert json.loads(_predict(port, "/v1/models/m/versions/1:predict")[1]) == {
+            "predictions": [4.0]}
+        _write_version(base, 3, offset=20.0)  # only the newest two stay loaded
+        _wait_for(lambda: _versions(port) == ["3", "2"])
+        status, text = _predict(port, "/v1/models/m/versions/1:predict")
+        assert status == 404 and "Specific(m, 1)" in json.loads(text)["error"]
+        shutil.rmtree(os.path.join(base, "3"))  # a removed version goes
+        _wait_for(lambda: _versions(port) == ["2", "1"])
+        assert json.loads(_predict(port)[1]) == {"predictions": [11.0]}
+        os.makedirs(os.path.join(base, "4"))  # a broken version: reported, the others stay up
+        with open(os.path.join(base, "4", "saved_model.pb"), "wb") as writer:
+            writer.write(b"not a SavedModel")
+        _wait_for(lambda: "4" in _versions(port))
+        statuses = json.loads(_http(port, "GET", "/v1/models/m")[1])["model_version_status"]
+        broken = next(entry for entry in statuses if entry["version"] == "4")
+        assert broken["state"] == "END" and broken["status"]["error_message"]
+        assert json.loads(_predict(port)[1]) == {"predictions": [11.0]}
+    finally:
+        server.shutdown()
+
+
+def test_prometheus_metrics_count_requests_by_status(half_plus_three):
+    server = serving.start_python_server(half_plus_three, "half_plus_three", port=0)
+    port = server.server_address[1]
+    try:
+        for _ in range(3):
+            assert _http(port, "POST", "/v1/models/half_plus_three:predict",
+                         '{"instances": [1.0]}')[0] == 200
+        assert _http(port, "POST", "/v1/models/half_plus_three:predict", "{bad")[0] == 400
+        status, text = _http(port, "GET", "/monitoring/prometheus/metrics")
+        assert status == 200
+        lines = text.splitlines()
+        assert ':tensorflow:serving:request_count{model_name="half_plus_three",status="OK"} 3' in lines
+        assert ':tensorflow:serving:request_count{model_name="half_plus_three",status="400"} 1' in lines
+        count = next(line for line in lines if line.startswith(
+            ':tensorflow:serving:request_latency_count{model_name="half_plus_three",API="predict"'))
+        assert count.endswith(" 4")
+        buckets = [int(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(
+            ':tensorflow:serving:request_latency_bucket{model_name="half_plus_three",API="predict"')]
+        assert buckets == sorted(buckets) and buckets[-1] == 4  # cumulative, +Inf holds all
+    finally:
+        server.shutdown()
