@@ -181,3 +181,32 @@ def test_prometheus_metrics_count_requests_by_status(half_plus_three):
         assert buckets == sorted(buckets) and buckets[-1] == 4  # cumulative, +Inf holds all
     finally:
         server.shutdown()
+
+
+def test_a_stalled_upload_is_answered_408_and_frees_the_server(half_plus_three):
+    import socket
+    server = serving.start_python_server(half_plus_three, "half_plus_three", port=0,
+                                         request_timeout_secs=1.0)
+    port = server.server_address[1]
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as stalled:
+            stalled.sendall(b"POST /v1/models/half_plus_three:predict HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Length: 100\r\n\r\n{\"instances\": [")
+            started = time.monotonic()
+            assert _predict_ok(port)  # others are answered meanwhile
+            answer = b""
+            while chunk := stalled.recv(65536):
+                answer += chunk
+                if b"}" in chunk:
+                    break
+            assert time.monotonic() - started < 15
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.split()[1] == b"408" and "request_timeout_secs" in json.loads(body)["error"]
+        assert _predict_ok(port)
+    finally:
+        server.shutdown()
+
+
+def _predict_ok(port):
+    status, text = _http(port, "POST", "/v1/models/half_plus_three:predict", '{"instances": [1.0]}')
+    return status == 200 and json.loads(text) == {"predictions": [3.5]}
