@@ -20,7 +20,7 @@ if __package__ in (None, ""):
 
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.race import cache, reader  # noqa: E402
-from albert_tf.race import export as race_export  # noqa: E402
+from albert_tf.export import race as race_export  # noqa: E402
 from albert_tf.race import task as race_task  # noqa: E402
 
 

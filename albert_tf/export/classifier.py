@@ -61,9 +61,7 @@ def load_classifier(albert_config, num_labels, checkpoint_path, precision="float
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
     try:
-        # The reshape+matmul path: the same variables and results as the Einsum path, and on CPU
-        # 1.7x (batch 1) and 1.6x (batch 32) faster to serve (bench/RESULTS.md, "GLUE classifier").
-        model = classifier.AlbertClassifier(albert_config, num_labels, use_einsum=False)
+        model = classifier.AlbertClassifier(albert_config, num_labels)
     finally:
         keras.config.set_dtype_policy(previous)
     report = checkpoints.load_into(model.checkpoint_variables(), checkpoint_path)

@@ -220,7 +220,7 @@ def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_t
                  end_n_top=5):
     """Converts a reshape+matmul copy of `model` with inputs [1, max_seq_length] to TFLite."""
     lite = squad_heads.build_squad_model(model.config, version_2_with_negative, start_n_top,
-                                         end_n_top, use_einsum=False)
+                                         end_n_top)
     lite_variables = lite.checkpoint_variables()
     for name, variable in model.checkpoint_variables().items():
         lite_variables[name].assign(variable)

@@ -62,11 +62,9 @@ class ClassifierTask(task_lib.Task):
         self.eval_metric_name = metrics.selection_metric(self.task_name)
 
     def build_model(self, strategy):
-        # reshape+matmul rather than Einsum: the same variables and results, and a faster step
-        # on CPU (bench/RESULTS.md, "GLUE classifier")
         return classifier.AlbertClassifier(
             self.albert_config, self.num_labels, dropout_rate=CLASSIFIER_DROPOUT,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy), use_einsum=False)
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
 
     def _records(self, path, input_context):
         dataset = tf.data.TFRecordDataset(path)

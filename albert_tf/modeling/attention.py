@@ -24,7 +24,7 @@ def attention_adder(input_mask):
 class SelfAttention(keras.layers.Layer):
     """Scope `attention_1`: `self/{query,key,value}` and `output/dense`, plus their dropouts."""
 
-    def __init__(self, config, use_einsum=True, **kwargs):
+    def __init__(self, config, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         hidden = config.hidden_size
         self.num_heads = config.num_attention_heads

@@ -18,7 +18,7 @@ class AlbertClassifier(keras.Model):
     """`model(inputs, training)` → {"logits": [B, num_labels] float32, "pooled_output": [B, H]}."""
 
     def __init__(self, config, num_labels, dropout_rate=0.1, use_one_hot_embeddings=False,
-                 use_einsum=True, **kwargs):
+                 use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         self.config = config
         self.num_labels = num_labels

@@ -24,7 +24,7 @@ from albert_tf.modeling import embeddings, layers, transformer
 
 class AlbertEncoder(keras.Model):
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=True, **kwargs):
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         config.validate()
         self.config = config

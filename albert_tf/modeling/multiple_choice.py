@@ -22,7 +22,7 @@ class AlbertMultipleChoice(keras.Model):
     "probabilities": [B, C] float32}."""
 
     def __init__(self, config, num_choices=4, dropout_prob=0.1, use_one_hot_embeddings=False,
-                 use_einsum=True, **kwargs):
+                 use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         self.config = config
         self.num_choices = num_choices

@@ -18,7 +18,7 @@ from albert_tf.modeling import layers
 class MaskedLMHead(keras.layers.Layer):
     """`cls/predictions`: `transform/dense`, `transform/LayerNorm`, `output_bias`."""
 
-    def __init__(self, config, embedding_table, use_einsum=True, dtype=None, **kwargs):
+    def __init__(self, config, embedding_table, use_einsum=False, dtype=None, **kwargs):
         # The head itself is float32 (so the tied table is read in float32); the transform
         # runs in the model's compute dtype.
         super().__init__(dtype=layers.float32_policy(dtype), **kwargs)
@@ -53,7 +53,7 @@ class AlbertPretrainingModel(keras.Model):
     positions are given, `mlm_logits` [B,M,V].
     """
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=True, **kwargs):
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         self.config = config
         self.encoder = encoder_lib.AlbertEncoder(

@@ -32,7 +32,7 @@ MASKED_LOGIT = 1e30
 class AlbertSquadV1(keras.Model):
     """`model(inputs)` → {"start_logits", "end_logits"} [B, S] float32."""
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=True, **kwargs):
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         self.config = config
         self.encoder = encoder_lib.AlbertEncoder(
@@ -77,7 +77,7 @@ class AlbertSquadV2(keras.Model):
     """
 
     def __init__(self, config, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_one_hot_embeddings=False, use_einsum=True, **kwargs):
+                 use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         if start_n_top < 1 or end_n_top < 1:
             raise ValueError(f"start_n_top ({start_n_top}) and end_n_top ({end_n_top}) must "
@@ -172,7 +172,7 @@ def v2_per_example_loss(outputs, start_positions, end_positions, is_impossible):
 
 
 def build_squad_model(config, version_2_with_negative, start_n_top=5, end_n_top=5,
-                      dropout_prob=0.1, use_einsum=True, use_one_hot_embeddings=False):
+                      dropout_prob=0.1, use_einsum=False, use_one_hot_embeddings=False):
     """The v1 or v2 model for `--version_2_with_negative`."""
     if version_2_with_negative:
         return AlbertSquadV2(config, start_n_top, end_n_top, dropout_prob,

@@ -16,7 +16,7 @@ class AlbertTokenClassifier(keras.Model):
     """`model(inputs, training)` → {"logits": [B, S, num_labels] float32}."""
 
     def __init__(self, config, num_labels, dropout_rate=0.1, use_one_hot_embeddings=False,
-                 use_einsum=True, **kwargs):
+                 use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         self.config = config
         self.num_labels = num_labels

@@ -16,7 +16,7 @@ from albert_tf.modeling import attention, layers
 
 class TransformerBlock(keras.layers.Layer):
 
-    def __init__(self, config, use_einsum=True, **kwargs):
+    def __init__(self, config, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         hidden, intermediate = config.hidden_size, config.intermediate_size
         self.attention = attention.SelfAttention(config, use_einsum, dtype=self.dtype_policy,

@@ -61,11 +61,8 @@ class PretrainingTask(task.Task):
         self.seed = seed
 
     def build_model(self, strategy):
-        # reshape+matmul rather than Einsum: the same variables and results, and a faster step
-        # on CPU (bench/RESULTS.md, "GLUE classifier")
         return pretraining_model.AlbertPretrainingModel(
-            self.albert_config, use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            use_einsum=False)
+            self.albert_config, use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
 
     def train_dataset(self, input_context, batch_size):
         return input_pipeline.pretraining_dataset(

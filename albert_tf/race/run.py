@@ -1,11 +1,12 @@
-"""The run_race.py flow: feature caches, training, evaluation of every checkpoint, test, export.
+"""The run_race.py flow: feature caches, training, evaluation of every checkpoint, test (the
+export is `export.race`).
 
     job = RaceJob(data_dir, output_dir, albert_config, max_seq_length=512, max_qa_length=128,
                   levels=("middle", "high"), spm_model_file="30k-clean.model")
     trainer = job.build_trainer(strategy, training_config, do_train=True, do_eval=True)
     job.train_and_evaluate(trainer, do_train=True, do_eval=True, eval_batch_size=8)
     job.predict(trainer, predict_batch_size=8)   # predict_results.txt, test_predictions.tsv
-    job.export(export_dir)                       # <export_dir>/<version>/ SavedModel
+    export.race.export_from_checkpoint(job, resolve_best_checkpoint(output_dir), export_dir)
 
 With --do_train and --do_eval together, each checkpoint is evaluated on the dev split as soon
 as it is saved, before the trainer's keep-checkpoint pruning can remove it, so every checkpoint
@@ -23,9 +24,8 @@ import os
 
 from absl import logging
 
-from albert_tf import cli, io_utils, tf_tokenization, tokenization
-from albert_tf.race import export as race_export
-from albert_tf.race import features, graph_features, metrics, prepare, reader
+from albert_tf import cli, io_utils, tokenization
+from albert_tf.race import features, metrics, prepare, reader
 from albert_tf.race import task as race_task
 from albert_tf.training import evaluation, fine_tuning, loop
 
@@ -138,21 +138,6 @@ class RaceJob:
         io_utils.atomic_write_text(predictions_path, prediction_lines(ids, arrays))
         logging.info("Test (%s): %s", checkpoint, ", ".join(lines))
         return results_path, predictions_path
-
-    def export(self, export_dir):
-        """SavedModel of model.ckpt-best (else the latest checkpoint) in a version directory;
-        with a SentencePiece model it also has the raw-text signature `text`."""
-        checkpoint = resolve_best_checkpoint(self.output_dir)
-        model = race_export.load_model(self.albert_config, checkpoint)
-        text_encoder = None
-        if self.settings.spm_model_file:
-            tokenizer = tf_tokenization.InGraphTokenizer(self.settings.spm_model_file,
-                                                         self.settings.do_lower_case)
-            text_encoder = graph_features.RaceTextEncoder(
-                tokenizer, self.max_seq_length, self.settings.max_qa_length)
-        path = race_export.export_saved_model(model, export_dir, text_encoder)
-        logging.info("Exported %s to %s", checkpoint, path)
-        return path
 
 
 def prediction_lines(ids, arrays):

@@ -60,7 +60,7 @@ class RaceTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
-                 train_file=None, eval_file=None, use_einsum=False, length_buckets=None):
+                 train_file=None, eval_file=None, length_buckets=None):
         """`length_buckets`: trim each batch to one of these lengths (see
         `training.length_buckets`); None pads to max_seq_length as the original."""
         self.albert_config = albert_config
@@ -69,13 +69,12 @@ class RaceTask(task_lib.Task):
         self.dropout_prob = dropout_prob
         self.train_file = train_file
         self.eval_file = eval_file
-        self.use_einsum = use_einsum
         self.length_buckets = length_buckets
 
     def build_model(self, strategy):
         return multiple_choice.AlbertMultipleChoice(
             self.albert_config, num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy), use_einsum=self.use_einsum)
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
 
     def _records(self, path, input_context, with_index=False):
         dataset = tf.data.TFRecordDataset(path)

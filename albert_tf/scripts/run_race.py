@@ -18,6 +18,7 @@ from absl import app, flags, logging
 
 from albert_tf import cli, output_lock
 from albert_tf.config import AlbertConfig
+from albert_tf.export import race as race_export
 from albert_tf.race import reader
 from albert_tf.race import run as race_run
 from albert_tf.training import flags as training_flags
@@ -113,7 +114,9 @@ def main(_):
         for path in job.predict(trainer, FLAGS.predict_batch_size):
             logging.info("Wrote %s", path)
     if FLAGS.export_dir:
-        logging.info("Exported %s", job.export(FLAGS.export_dir))
+        checkpoint = race_run.resolve_best_checkpoint(FLAGS.output_dir)
+        path = race_export.export_from_checkpoint(job, checkpoint, FLAGS.export_dir)
+        logging.info("Exported %s to %s", checkpoint, path)
 
 
 def entry():

@@ -20,9 +20,10 @@ import keras
 import tensorflow as tf
 
 from albert_tf import checkpoints
+from albert_tf import tf_tokenization
 from albert_tf.export import versioned
 from albert_tf.modeling import multiple_choice
-from albert_tf.race import reader
+from albert_tf.race import graph_features, reader
 
 
 def _scores(model, inputs):
@@ -63,8 +64,7 @@ def serving_archive(model, text_encoder=None):
 
 def load_model(albert_config, checkpoint_path):
     """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint."""
-    model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES,
-                                                 use_einsum=False)  # faster to serve on CPU, same results
+    model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES)
     report = checkpoints.load_into(model.checkpoint_variables(), checkpoint_path)
     if report.missing or report.mismatched:
         raise checkpoints.CheckpointError(
@@ -76,3 +76,16 @@ def load_model(albert_config, checkpoint_path):
 def export_saved_model(model, export_dir, text_encoder=None):
     """Writes `<export_dir>/<version>/` atomically; returns that path."""
     return versioned.write_archive(serving_archive(model, text_encoder), export_dir)
+
+
+def export_from_checkpoint(job, checkpoint_path, export_dir):
+    """Exports the model of a `race.run.RaceJob` from a fine-tuned checkpoint; with a
+    SentencePiece model the SavedModel also has the raw-text signature `text`."""
+    model = load_model(job.albert_config, checkpoint_path)
+    text_encoder = None
+    if job.settings.spm_model_file:
+        tokenizer = tf_tokenization.InGraphTokenizer(job.settings.spm_model_file,
+                                                     job.settings.do_lower_case)
+        text_encoder = graph_features.RaceTextEncoder(
+            tokenizer, job.max_seq_length, job.settings.max_qa_length)
+    return export_saved_model(model, export_dir, text_encoder)
