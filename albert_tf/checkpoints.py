@@ -311,3 +311,15 @@ def load_into(variables_by_name, checkpoint_path, init_from_group0=False):
                         len(report.missing), len(report.mismatched),
                         report.missing + [entry[0] for entry in report.mismatched])
     return report
+
+
+def load_complete(variables_by_name, checkpoint_path, expected):
+    """`load_into` for a fine-tuned model that needs every variable, heads included: a
+    CheckpointError naming the checkpoint, `expected` (what it should have been) and what it
+    lacks or mis-shapes."""
+    report = load_into(variables_by_name, checkpoint_path)
+    if report.missing or report.mismatched:
+        raise CheckpointError(
+            f"{report.checkpoint_path}: not {expected}; missing or mis-shaped: "
+            f"{report.missing + [entry[0] for entry in report.mismatched]}")
+    return report

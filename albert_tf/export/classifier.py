@@ -64,11 +64,8 @@ def load_classifier(albert_config, num_labels, checkpoint_path, precision="float
         model = classifier.AlbertClassifier(albert_config, num_labels)
     finally:
         keras.config.set_dtype_policy(previous)
-    report = checkpoints.load_into(model.checkpoint_variables(), checkpoint_path)
-    if report.missing or report.mismatched:
-        raise checkpoints.CheckpointError(
-            f"{report.checkpoint_path}: not a fine-tuned classifier with {num_labels} label(s); "
-            f"missing or mis-shaped: {report.missing + [entry[0] for entry in report.mismatched]}")
+    checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
+                              f"a fine-tuned classifier with {num_labels} label(s)")
     return model
 
 

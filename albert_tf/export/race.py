@@ -65,11 +65,8 @@ def serving_archive(model, text_encoder=None):
 def load_model(albert_config, checkpoint_path):
     """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint."""
     model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES)
-    report = checkpoints.load_into(model.checkpoint_variables(), checkpoint_path)
-    if report.missing or report.mismatched:
-        raise checkpoints.CheckpointError(
-            f"{report.checkpoint_path}: not a RACE checkpoint, it lacks or mis-shapes "
-            f"{report.missing + [entry[0] for entry in report.mismatched]}")
+    checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
+                              "a fine-tuned RACE checkpoint")
     return model
 
 

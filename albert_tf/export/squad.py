@@ -68,12 +68,9 @@ def load_squad_model(albert_config, checkpoint_path, version_2_with_negative, st
     """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint."""
     model = squad_heads.build_squad_model(albert_config, version_2_with_negative, start_n_top,
                                           end_n_top, use_einsum=use_einsum)
-    report = checkpoints.load_into(model.checkpoint_variables(), checkpoint_path)
-    if report.missing or report.mismatched:
-        raise checkpoints.CheckpointError(
-            f"{report.checkpoint_path}: not a fine-tuned SQuAD "
-            f"{'v2' if version_2_with_negative else 'v1'} checkpoint; missing or mis-shaped: "
-            f"{report.missing + [entry[0] for entry in report.mismatched]}")
+    checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
+                              f"a fine-tuned SQuAD {'v2' if version_2_with_negative else 'v1'} "
+                              "checkpoint")
     return model
 
 

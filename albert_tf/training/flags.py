@@ -19,6 +19,7 @@ flags differ by script (`num_train_steps`, `train_step`, `num_train_epochs`) and
 scripts, which pass the resulting counts to `training_config_from_flags`.
 """
 
+import dataclasses
 import os
 
 from absl import app
@@ -168,26 +169,11 @@ def strategy_from_flags(flag_values):
 
 
 def training_config_from_flags(flag_values, *, num_train_steps, num_warmup_steps, **overrides):
-    """A `loop.TrainingConfig` from the shared flags plus the script's step counts."""
-    values = dict(
-        output_dir=flag_values.output_dir,
-        train_batch_size=flag_values.train_batch_size,
-        num_train_steps=num_train_steps,
-        num_warmup_steps=num_warmup_steps,
-        learning_rate=flag_values.learning_rate,
-        optimizer=flag_values.optimizer,
-        poly_power=flag_values.poly_power,
-        start_warmup_step=flag_values.start_warmup_step,
-        save_checkpoints_steps=flag_values.save_checkpoints_steps,
-        keep_checkpoint_max=flag_values.keep_checkpoint_max,
-        iterations_per_loop=flag_values.iterations_per_loop,
-        init_checkpoint=flag_values.init_checkpoint,
-        init_from_group0=flag_values.init_from_group0,
-        precision=flag_values.precision,
-        enable_xla=flag_values.enable_xla,
-        gradient_accumulation_steps=flag_values.gradient_accumulation_steps,
-    )
-    values.update(overrides)
+    """A `loop.TrainingConfig` from the script's flags named like its fields, plus the
+    script's step counts and `overrides`."""
+    values = {field.name: getattr(flag_values, field.name)
+              for field in dataclasses.fields(loop.TrainingConfig) if field.name in flag_values}
+    values.update(num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps, **overrides)
     return loop.TrainingConfig(**values)
 
 
