@@ -188,7 +188,8 @@ def albert_config_from_hf(fields, source):
     return AlbertConfig.from_dict(dict(values, hidden_act=activation), source)
 
 
-def _tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
+def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
+    """spiece.model, tokenizer_config.json and special_tokens_map.json for `AlbertTokenizer`."""
     shutil.copyfile(spm_model_file, os.path.join(directory, "spiece.model"))
     special = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
                "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
@@ -226,7 +227,8 @@ def export_folder(config, checkpoint_path, output_dir, architecture="auto", spm_
         with open(os.path.join(temp, "config.json"), "w", encoding="utf-8") as writer:
             json.dump(hf_config(config, architecture, num_labels, label_names), writer, indent=2)
         if spm_model_file:
-            _tokenizer_files(spm_model_file, do_lower_case, config.max_position_embeddings, temp)
+            write_tokenizer_files(spm_model_file, do_lower_case, config.max_position_embeddings,
+                                  temp)
         os.rename(temp, output_dir)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)

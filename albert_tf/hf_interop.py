@@ -1,9 +1,10 @@
-"""The same model in Hugging Face `transformers<5` (PyTorch): the independent reference that the
-parity tests and benchmarks compare against. `transformers` is a development dependency only,
-imported when these functions are called."""
+"""The same model in Hugging Face `transformers` (PyTorch): the independent reference that the
+parity tests and benchmarks compare against. `transformers` and `torch` are development
+dependencies only, imported when these functions are called."""
 
-import contextlib
-import io
+import tensorflow as tf
+
+from albert_tf import hf_format
 
 
 def huggingface_config(config, **overrides):
@@ -24,8 +25,20 @@ def huggingface_config(config, **overrides):
 
 
 def load_original_checkpoint(hf_model, checkpoint_prefix):
-    """`load_tf_weights_in_albert` (which reads the original names), without its per-name prints."""
-    import transformers
-    with contextlib.redirect_stdout(io.StringIO()):
-        transformers.load_tf_weights_in_albert(hf_model, hf_model.config, checkpoint_prefix)
+    """Loads a checkpoint in the original layout into an HF ALBERT model through
+    `hf_format`'s name table (transformers 5 has no `load_tf_weights_in_albert`); every
+    parameter must be set except the MLM decoder, which HF ties to the embeddings."""
+    import torch
+    by_class = {name: arch for arch, name in hf_format.HF_CLASS.items() if arch != "regression"}
+    architecture = by_class[type(hf_model).__name__]
+    config = hf_format.albert_config_from_hf(hf_model.config.to_dict(), "the HF model's config")
+    reader = tf.train.load_checkpoint(checkpoint_prefix)
+    original = {name: reader.get_tensor(name)
+                for name, _, _ in hf_format.name_table(config, architecture)}
+    state = {name: torch.from_numpy(value) for name, value in
+             hf_format.to_hf_state(original, config, architecture).items()}
+    missing, unexpected = hf_model.load_state_dict(state, strict=False)
+    untied = [name for name in missing if not name.startswith("predictions.decoder.")]
+    if untied or unexpected:
+        raise ValueError(f"{checkpoint_prefix}: HF parameters not set {untied}, unknown {unexpected}")
     return hf_model

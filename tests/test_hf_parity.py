@@ -1,13 +1,11 @@
 """Parity with an independent implementation: Hugging Face `transformers` ALBERT on PyTorch.
 
-Both directions go through the original checkpoint layout: our checkpoint → HF's
-`load_tf_weights_in_albert`, and HF weights written under the original names (the mapping
-below is written from the original's variable-name table) → `checkpoints.load_into`. Every variable
-is randomised first (biases, LayerNorm gammas/betas included), so a misplaced tensor shows.
+Both directions go through the original checkpoint layout: our checkpoint → HF (the name
+table of `albert_tf.hf_format`, as transformers 5 has no TF checkpoint loader), and HF weights
+written under the original names (the same table, read the other way) →
+`checkpoints.load_into`. Every variable is randomised first (biases, LayerNorm gammas/betas
+included), so a misplaced tensor shows.
 """
-
-import contextlib
-import io
 
 import numpy as np
 import pytest
@@ -15,7 +13,7 @@ import pytest
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from albert_tf import checkpoints, hf_interop  # noqa: E402
+from albert_tf import checkpoints, hf_format, hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.modeling import pretraining  # noqa: E402
 
@@ -107,44 +105,10 @@ def randomise_ours(model, seed):
         variable.assign(center + rng.normal(0, 0.1, variable.shape).astype(np.float32))
 
 
-HF_SUFFIX_BY_ORIGINAL = {
-    "attention_1/self/query": "attention.query", "attention_1/self/key": "attention.key",
-    "attention_1/self/value": "attention.value", "attention_1/output/dense": "attention.dense",
-    "LayerNorm": "attention.LayerNorm", "ffn_1/intermediate/dense": "ffn",
-    "ffn_1/intermediate/output/dense": "ffn_output", "LayerNorm_1": "full_layer_layer_norm",
-}
-
-
 def hf_weights_in_original_names(hf_model, config):
-    """HF's state dict under the original's names; dense kernels transposed to [in, out]."""
+    """HF's state dict under the original's names (`hf_format`); dense kernels to [in, out]."""
     state = {name: tensor.detach().numpy() for name, tensor in hf_model.state_dict().items()}
-    out = {}
-
-    def dense(original, hf_name):
-        out[original + "/kernel"] = state[hf_name + ".weight"].T
-        out[original + "/bias"] = state[hf_name + ".bias"]
-
-    def norm(original, hf_name):
-        out[original + "/gamma"] = state[hf_name + ".weight"]
-        out[original + "/beta"] = state[hf_name + ".bias"]
-
-    for table in ("word", "token_type", "position"):
-        out[f"bert/embeddings/{table}_embeddings"] = state[f"albert.embeddings.{table}_embeddings.weight"]
-    norm("bert/embeddings/LayerNorm", "albert.embeddings.LayerNorm")
-    if config.embedding_size != config.hidden_size:
-        dense("bert/encoder/embedding_hidden_mapping_in", "albert.encoder.embedding_hidden_mapping_in")
-    for group in range(config.num_hidden_groups):
-        for inner in range(config.inner_group_num):
-            scope = f"bert/encoder/transformer/group_{group}/inner_group_{inner}/"
-            hf_scope = f"albert.encoder.albert_layer_groups.{group}.albert_layers.{inner}."
-            for original, hf_name in HF_SUFFIX_BY_ORIGINAL.items():
-                (norm if original.startswith("LayerNorm") else dense)(scope + original, hf_scope + hf_name)
-    dense("bert/pooler/dense", "albert.pooler")
-    dense("cls/predictions/transform/dense", "predictions.dense")
-    norm("cls/predictions/transform/LayerNorm", "predictions.LayerNorm")
-    out["cls/predictions/output_bias"] = state["predictions.bias"]
-    out["cls/seq_relationship/output_weights"] = state["sop_classifier.classifier.weight"]
-    out["cls/seq_relationship/output_bias"] = state["sop_classifier.classifier.bias"]
+    out = hf_format.from_hf_state(state, config, "pretraining", "the HF model")
     out["global_step"] = np.int64(0)
     return out
 
@@ -160,9 +124,7 @@ def test_our_checkpoint_loads_into_hf_with_identical_outputs(case, tmp_path):
 
     torch.manual_seed(0)
     hf_model = transformers.AlbertForPreTraining(hf_config(config))
-    with contextlib.redirect_stdout(io.StringIO()):  # the HF loader prints every name
-        transformers.load_tf_weights_in_albert(hf_model, hf_model.config, prefix)
-    identity_projection_if_absent(hf_model, config)
+    hf_interop.load_original_checkpoint(hf_model, prefix)  # E == H: an identity projection
     batch = padded_batch(config)
     assert_close(our_outputs(model, batch), hf_outputs(hf_model, batch))
 

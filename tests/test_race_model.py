@@ -64,7 +64,7 @@ def test_logits_match_hugging_face(tiny_config, tmp_path):
         tiny_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
         classifier_dropout_prob=0.1, attn_implementation=None)
     hf_model = modeling_albert.AlbertForMultipleChoice(hf_config)
-    modeling_albert.load_tf_weights_in_albert(hf_model, hf_config, prefix)
+    hf_interop.load_original_checkpoint(hf_model, prefix)
     hf_model.eval()
 
     inputs = _inputs(2, 24, tiny_config.vocab_size, seed=3)
