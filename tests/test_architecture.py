@@ -15,7 +15,7 @@ LAYERS = [
      "tfrecord_check", "config", "progress", "feature_records", "curves"},
     {"tokenization", "tf_tokenization", "vocab"},
     {"modeling/"},
-    {"checkpoints"},
+    {"checkpoints", "hf_format", "hf_interop"},
     {"optimization"},
     {"training/"},
     {"pretraining/", "glue/", "squad/", "race/", "tagging/", "export/"},
