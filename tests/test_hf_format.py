@@ -208,3 +208,23 @@ def test_what_the_original_layout_cannot_hold_is_refused(tmp_path):
     fields = hf_format.hf_config(square, "encoder")
     with pytest.raises(hf_format.HFFormatError, match="hidden_act 'gelu'"):
         hf_format.albert_config_from_hf(dict(fields, hidden_act="gelu"), "config.json")
+
+
+def test_keras_hub_reads_the_exported_folder(tmp_path):
+    """keras-hub's own Hugging Face converter (`from_preset` on a local folder) gives our
+    encoder's outputs."""
+    import keras_hub
+    config = make_config("e_ne_h")
+    model = pretraining.AlbertPretrainingModel(config)
+    inputs = batch(config)
+    model(dict(inputs, masked_lm_positions=np.zeros([3, 1], np.int32)))
+    randomise(model, seed=5)
+    checkpoints.write_checkpoint(str(tmp_path / "ckpt" / "model.ckpt-1"), model.checkpoint_variables())
+    hf_format.export_folder(config, str(tmp_path / "ckpt"), str(tmp_path / "hf"))
+    backbone = keras_hub.models.AlbertBackbone.from_preset(str(tmp_path / "hf"))
+    theirs = backbone({"token_ids": inputs["input_ids"], "segment_ids": inputs["segment_ids"],
+                       "padding_mask": inputs["input_mask"]})
+    ours = model(dict(inputs, masked_lm_positions=np.zeros([3, 1], np.int32)), training=False)
+    real = inputs["input_mask"].astype(bool)
+    np.testing.assert_allclose(np.asarray(theirs["sequence_output"])[real],
+                               ours["sequence_output"].numpy()[real], atol=TOLERANCE)
