@@ -210,3 +210,23 @@ def test_a_stalled_upload_is_answered_408_and_frees_the_server(half_plus_three):
 def _predict_ok(port):
     status, text = _http(port, "POST", "/v1/models/half_plus_three:predict", '{"instances": [1.0]}')
     return status == 200 and json.loads(text) == {"predictions": [3.5]}
+
+
+def test_unparseable_http_gets_a_json_400(half_plus_three):
+    import socket
+    server = serving.start_python_server(half_plus_three, "half_plus_three", port=0)
+    port = server.server_address[1]
+    try:
+        for garbage in (b"NOT HTTP AT ALL\r\n\r\n", b"GET /v1/models/x HTTP/1.1\r\nBad Header\r\n\r\n",
+                        b"\x00\x01\x02\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+                connection.sendall(garbage)
+                answer = b""
+                while chunk := connection.recv(65536):
+                    answer += chunk
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.split()[1] == b"400", answer[:200]
+            assert "Malformed HTTP request" in json.loads(body)["error"]
+        assert _predict_ok(port)
+    finally:
+        server.shutdown()

@@ -2,6 +2,7 @@
 on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog, HTTP
 parsing errors answered by h11, graceful shutdown)."""
 
+import json
 import os
 import shutil
 import socket
@@ -9,7 +10,9 @@ import subprocess
 import threading
 import time
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from albert_tf.serving import metrics as metrics_lib
 from albert_tf.serving import rest_app
@@ -17,6 +20,20 @@ from albert_tf.serving import versions as versions_lib
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE
 
 LISTEN_BACKLOG = 2048
+
+
+class JsonErrorH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, answering a request it cannot parse (bad request line,
+    headers over h11's limit) with TF Serving's JSON error body instead of plain text."""
+
+    def send_400_response(self, msg):
+        body = json.dumps({"error": f"Malformed HTTP request: {msg}"}).encode("utf-8")
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
+                   (b"content-length", str(len(body)).encode())]
+        for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                      h11.Data(data=body), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
 
 
 class RestServer:
@@ -29,7 +46,8 @@ class RestServer:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
         self.server_address = listener.getsockname()[:2]
-        config = uvicorn.Config(app, lifespan="off", backlog=LISTEN_BACKLOG, access_log=False,
+        config = uvicorn.Config(app, http=JsonErrorH11Protocol, lifespan="off",
+                                backlog=LISTEN_BACKLOG, access_log=False,
                                 log_level="warning", timeout_keep_alive=max(1, round(request_timeout_secs)))
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [listener]},
