@@ -9,17 +9,21 @@ num_labels = 1 gives the STS-B regression head.
 import keras
 
 from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers
+from albert_tf.modeling import layers, saving
 
 HEAD_INITIALIZER_STDDEV = 0.02  # hard-coded in classifier_utils, not config.initializer_range
 
 
-class AlbertClassifier(keras.Model):
+@saving.register
+class AlbertClassifier(saving.ConfigSerializable, keras.Model):
     """`model(inputs, training)` → {"logits": [B, num_labels] float32, "pooled_output": [B, H]}."""
 
     def __init__(self, config, num_labels, dropout_rate=0.1, use_one_hot_embeddings=False,
                  use_einsum=False, **kwargs):
         super().__init__(**kwargs)
+        self._record_arguments(config, num_labels=num_labels, dropout_rate=dropout_rate,
+                               use_one_hot_embeddings=use_one_hot_embeddings,
+                               use_einsum=use_einsum)
         self.config = config
         self.num_labels = num_labels
         self.encoder = encoder_lib.AlbertEncoder(

@@ -19,13 +19,16 @@ import collections
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import embeddings, layers, transformer
+from albert_tf.modeling import embeddings, layers, saving, transformer
 
 
-class AlbertEncoder(keras.Model):
+@saving.register
+class AlbertEncoder(saving.ConfigSerializable, keras.Model):
 
     def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
+        self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
+                               use_einsum=use_einsum)
         config.validate()
         self.config = config
         self.embeddings = embeddings.AlbertEmbeddings(

@@ -11,19 +11,23 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers
+from albert_tf.modeling import layers, saving
 
 HEAD_INITIALIZER_STDDEV = 0.02  # hard-coded in race_utils, not config.initializer_range
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
-class AlbertMultipleChoice(keras.Model):
+@saving.register
+class AlbertMultipleChoice(saving.ConfigSerializable, keras.Model):
     """`model(inputs, training)` with int32 [B, C, S] inputs → {"logits": [B, C] float32,
     "probabilities": [B, C] float32}."""
 
     def __init__(self, config, num_choices=4, dropout_prob=0.1, use_one_hot_embeddings=False,
                  use_einsum=False, **kwargs):
         super().__init__(**kwargs)
+        self._record_arguments(config, num_choices=num_choices, dropout_prob=dropout_prob,
+                               use_one_hot_embeddings=use_one_hot_embeddings,
+                               use_einsum=use_einsum)
         self.config = config
         self.num_choices = num_choices
         self.encoder = encoder_lib.AlbertEncoder(

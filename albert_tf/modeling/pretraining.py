@@ -12,7 +12,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers
+from albert_tf.modeling import layers, saving
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -45,7 +45,8 @@ class MaskedLMHead(keras.layers.Layer):
         ])
 
 
-class AlbertPretrainingModel(keras.Model):
+@saving.register
+class AlbertPretrainingModel(saving.ConfigSerializable, keras.Model):
     """Encoder + masked-LM + sentence-order heads.
 
     `model(inputs, training)` takes the encoder's inputs plus optional int32
@@ -55,6 +56,8 @@ class AlbertPretrainingModel(keras.Model):
 
     def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
+        self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
+                               use_einsum=use_einsum)
         self.config = config
         self.encoder = encoder_lib.AlbertEncoder(
             config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")

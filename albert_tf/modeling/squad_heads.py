@@ -23,17 +23,20 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers
+from albert_tf.modeling import layers, saving
 
 V1_HEAD_INITIALIZER_STDDEV = 0.02  # hard-coded in create_v1_model
 MASKED_LOGIT = 1e30
 
 
-class AlbertSquadV1(keras.Model):
+@saving.register
+class AlbertSquadV1(saving.ConfigSerializable, keras.Model):
     """`model(inputs)` → {"start_logits", "end_logits"} [B, S] float32."""
 
     def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
+        self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
+                               use_einsum=use_einsum)
         self.config = config
         self.encoder = encoder_lib.AlbertEncoder(
             config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
@@ -67,7 +70,8 @@ def _masked(logits, p_mask):
     return logits * (1.0 - p_mask) - MASKED_LOGIT * p_mask
 
 
-class AlbertSquadV2(keras.Model):
+@saving.register
+class AlbertSquadV2(saving.ConfigSerializable, keras.Model):
     """`model(inputs, training)`; `inputs` also needs float/int `p_mask` [B, S].
 
     With `start_positions` in `inputs`: {"start_log_probs", "end_log_probs" [B, S],
@@ -79,6 +83,10 @@ class AlbertSquadV2(keras.Model):
     def __init__(self, config, start_n_top=5, end_n_top=5, dropout_prob=0.1,
                  use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
+        self._record_arguments(config, start_n_top=start_n_top, end_n_top=end_n_top,
+                               dropout_prob=dropout_prob,
+                               use_one_hot_embeddings=use_one_hot_embeddings,
+                               use_einsum=use_einsum)
         if start_n_top < 1 or end_n_top < 1:
             raise ValueError(f"start_n_top ({start_n_top}) and end_n_top ({end_n_top}) must "
                              "be at least 1")

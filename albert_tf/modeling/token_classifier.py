@@ -8,16 +8,20 @@ logits = h · output_weightsᵀ + output_bias, `output_weights` [num_labels, H] 
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import classifier, layers
+from albert_tf.modeling import classifier, layers, saving
 from albert_tf.modeling import encoder as encoder_lib
 
 
-class AlbertTokenClassifier(keras.Model):
+@saving.register
+class AlbertTokenClassifier(saving.ConfigSerializable, keras.Model):
     """`model(inputs, training)` → {"logits": [B, S, num_labels] float32}."""
 
     def __init__(self, config, num_labels, dropout_rate=0.1, use_one_hot_embeddings=False,
                  use_einsum=False, **kwargs):
         super().__init__(**kwargs)
+        self._record_arguments(config, num_labels=num_labels, dropout_rate=dropout_rate,
+                               use_one_hot_embeddings=use_one_hot_embeddings,
+                               use_einsum=use_einsum)
         self.config = config
         self.num_labels = num_labels
         self.encoder = encoder_lib.AlbertEncoder(
