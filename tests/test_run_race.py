@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
+import tensorflow as tf
 import pytest
 
 from albert_tf import checkpoints
@@ -180,6 +181,19 @@ def test_export_loads_in_a_fresh_process_and_gives_the_same_scores(race_run):
     np.testing.assert_allclose(np.array(result["mirrored_logits"]), serving["logits"],
                                rtol=1e-5, atol=1e-5)
     assert ["ABCD"[label] for label in result["mirrored_labels"]] == [r["answer"] for r in rows]
+
+
+@pytest.mark.slow
+def test_export_without_the_raw_text_signature_has_no_custom_op(race_run, tmp_path):
+    _run(["run_race.py", *race_run["common"], "--nodo_train", "--nodo_eval",
+          f"--export_dir={tmp_path}", "--export_raw_text=false"])
+    (version,) = os.listdir(tmp_path)
+    with open(os.path.join(tmp_path, version, "saved_model.pb"), "rb") as reader:
+        assert b"Sentencepiece" not in reader.read()
+    with open(os.path.join(race_run["export_dir"], os.listdir(race_run["export_dir"])[0],
+                           "saved_model.pb"), "rb") as reader:
+        assert b"Sentencepiece" in reader.read()  # the combined export, for contrast
+    assert set(tf.saved_model.load(os.path.join(tmp_path, version)).signatures) == {"serving_default"}
 
 
 @pytest.mark.slow

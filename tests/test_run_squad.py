@@ -233,6 +233,12 @@ def test_v1_learns_and_exports_savedmodel_tflite_and_raw_text_answers(files, tmp
     assert answers == [predictions[q] for q in gold_answers(False)]
     assert np.all(np.isfinite(raw["score"].numpy()))
 
+    # --export_raw_text=false: no `answer` signature, so no tensorflow_text op in the graph.
+    run(files, out, f"--export_dir={out}/plain_export", "--export_raw_text=false")
+    (version,) = [name for name in os.listdir(f"{out}/plain_export/saved_model") if name.isdigit()]
+    with open(f"{out}/plain_export/saved_model/{version}/saved_model.pb", "rb") as reader:
+        assert b"Sentencepiece" not in reader.read()
+
 
 def test_bad_flags_are_clear_errors(files, tmp_path):
     out = str(tmp_path / "bad")

@@ -75,12 +75,13 @@ def export_saved_model(model, export_dir, text_encoder=None):
     return versioned.write_archive(serving_archive(model, text_encoder), export_dir)
 
 
-def export_from_checkpoint(job, checkpoint_path, export_dir):
+def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True):
     """Exports the model of a `race.run.RaceJob` from a fine-tuned checkpoint; with a
-    SentencePiece model the SavedModel also has the raw-text signature `text`."""
+    SentencePiece model and `include_text` the SavedModel also has the raw-text signature
+    `text` (the only one that needs tensorflow_text's custom ops)."""
     model = load_model(job.albert_config, checkpoint_path)
     text_encoder = None
-    if job.settings.spm_model_file:
+    if job.settings.spm_model_file and include_text:
         tokenizer = tf_tokenization.InGraphTokenizer(job.settings.spm_model_file,
                                                      job.settings.do_lower_case)
         text_encoder = graph_features.RaceTextEncoder(

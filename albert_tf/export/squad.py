@@ -241,13 +241,16 @@ def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_t
     return path
 
 
-def export_from_checkpoint(options, checkpoint_path, export_dir, null_threshold=None):
-    """Exports the model of a `squad.runner.SquadRun`; returns {"saved_model", "tflite"}."""
+def export_from_checkpoint(options, checkpoint_path, export_dir, null_threshold=None,
+                           include_text=True):
+    """Exports the model of a `squad.runner.SquadRun`; returns {"saved_model", "tflite"}.
+    `include_text=False` leaves out the raw-text `answer` signature, the only one with
+    tensorflow_text's custom ops, so stock TF Serving can load the SavedModel."""
     albert_config = AlbertConfig.from_json_file(options.albert_config_file)
     model = load_squad_model(albert_config, checkpoint_path, options.version_2_with_negative,
                              options.start_n_top, options.end_n_top, options.use_einsum)
     tokenizer = None
-    if options.spm_model_file:
+    if options.spm_model_file and include_text:
         tokenizer = tf_tokenization.InGraphTokenizer(options.spm_model_file,
                                                      options.do_lower_case)
     signatures = SquadSignatures(model, options.version_2_with_negative,

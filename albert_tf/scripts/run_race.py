@@ -64,6 +64,9 @@ flags.DEFINE_integer("warmup_step", 1000, "Number of steps to perform linear lea
                      "warmup for.", lower_bound=0)
 flags.DEFINE_string("export_dir", None, "Export model.ckpt-best as a SavedModel to "
                     "<export_dir>/<version>/ (TensorFlow Serving layout).")
+flags.DEFINE_bool("export_raw_text", True, "Include the raw-text `text` signature (in-graph "
+                  "tokenizer) in the export. It needs tensorflow_text wherever the model is "
+                  "served; with false the SavedModel holds no custom ops (stock TF Serving).")
 flags.DEFINE_bool("allow_random_init", False, "Allow --do_train without --init_checkpoint "
                   "(fine-tuning a randomly initialised model; normally a mistake).")
 training_flags.define_training_flags(
@@ -115,7 +118,8 @@ def main(_):
             logging.info("Wrote %s", path)
     if FLAGS.export_dir:
         checkpoint = race_run.resolve_best_checkpoint(FLAGS.output_dir)
-        path = race_export.export_from_checkpoint(job, checkpoint, FLAGS.export_dir)
+        path = race_export.export_from_checkpoint(job, checkpoint, FLAGS.export_dir,
+                                                  FLAGS.export_raw_text)
         logging.info("Exported %s to %s", checkpoint, path)
 
 

@@ -69,6 +69,9 @@ def define_flags(flag_values=FLAGS):
            "always written from a reshape+matmul copy).")
     define("string", "export_dir", None, "The directory where the exported SavedModel "
            "(<export_dir>/saved_model/<version>) and albert_model.tflite will be stored.")
+    define("bool", "export_raw_text", True, "Include the raw-text `answer` signature (in-graph "
+           "tokenizer) in the export (new). It needs tensorflow_text wherever the model is "
+           "served; with false the SavedModel holds no custom ops (stock TF Serving).")
     define("bool", "version_2_with_negative", False, "SQuAD v2.0 (unanswerable questions, "
            "the run_squad_v2.py model); default v1.1 (run_squad_v1.py).")
     define("integer", "start_n_top", 5, "v2: beam size for the answer start.", lower_bound=1)
@@ -116,7 +119,8 @@ def run(flag_values):
         if threshold is None and results:
             threshold = results.get("null_score_diff_threshold")
         paths = squad_export.export_from_checkpoint(
-            options, _export_checkpoint(options), flag_values.export_dir, threshold)
+            options, _export_checkpoint(options), flag_values.export_dir, threshold,
+            include_text=flag_values.export_raw_text)
         logging.info("Exported %s", paths)
     return results
 
