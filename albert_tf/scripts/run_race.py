@@ -3,7 +3,7 @@
 The original run_race.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --keep_checkpoint_max,
---eval_timeout_secs), --export_dir and --allow_random_init. See README.md, "RACE".
+--eval_timeout_secs), --export_dir, --seed and --allow_random_init. See README.md, "RACE".
 
     python run_race.py --data_dir=data_root --output_dir=out/race \
         --albert_config_file=albert_base/albert_config.json \
@@ -15,6 +15,7 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 
 
 from absl import app, flags, logging
+import keras
 
 from albert_tf import cli, output_lock
 from albert_tf.config import AlbertConfig
@@ -76,6 +77,8 @@ training_flags.define_training_flags(
 training_flags.define_evaluation_flags()
 training_flags.define_length_bucket_flag()
 flags.DEFINE_alias("num_keep_checkpoint", "keep_checkpoint_max")
+flags.DEFINE_integer("seed", None, "Seed of weight initialisation, dropout and shuffling (new; "
+                     "default: unseeded), as run_classifier.py's.")
 for _required in ("data_dir", "albert_config_file"):
     flags.mark_flag_as_required(_required)
 
@@ -87,6 +90,8 @@ def main(_):
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict or FLAGS.export_dir):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict or "
                              "--export_dir must be given.")
+    if FLAGS.seed is not None:
+        keras.utils.set_random_seed(FLAGS.seed)
     albert_config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
     levels = reader.levels_from_flags(FLAGS.high_only, FLAGS.middle_only)
     strategy = training_flags.strategy_from_flags(FLAGS)
