@@ -121,10 +121,11 @@ class RestApp:
         """The body, refused with 413 above `max_body_bytes` (before reading it when the
         Content-Length says so) and with 408 when it does not arrive within the timeout."""
         declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+        if declared is not None and not declared.isdigit():
+            raise ServingError("bad Content-Length header")
+        if declared is not None and int(declared) > self.max_body_bytes:
             raise ServingError(f"request body of {declared} bytes exceeds --max_body_bytes="
-                               f"{self.max_body_bytes}" if declared.isdigit() else
-                               "bad Content-Length header", status=413 if declared.isdigit() else 400)
+                               f"{self.max_body_bytes}", status=413)
         chunks, size = [], 0
 
         async def read():
