@@ -36,8 +36,10 @@ def resolve_best_checkpoint(output_dir):
     return evaluation.best_or_latest_checkpoint(output_dir, ClassifierFlagError, "dev set")
 
 
-class ClassifierJob:
+class ClassifierJob(fine_tuning.FineTuningJob):
     """One GLUE task's data, tokenizer and model settings."""
+
+    error_class = ClassifierFlagError
 
     def __init__(self, task_name, data_dir, output_dir, albert_config, max_seq_length,
                  spm_model_file=None, vocab_file=None, do_lower_case=True, cached_dir=None,
@@ -81,10 +83,6 @@ class ClassifierJob:
             self.tokenizer, self.cached_dir, self.spm_model_file or self.vocab_file,
             self.do_lower_case, bool(self.spm_model_file))
 
-    def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
-        fine_tuning.check_init_checkpoint(init_checkpoint, allow_random_init, do_train,
-                                          self.output_dir, ClassifierFlagError)
-
     def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
         """A `loop.Trainer` with the classifier task; writes the records the run needs."""
         train_file = eval_file = None
@@ -111,18 +109,10 @@ class ClassifierJob:
         trainer.write_eval_summaries(results)
         return results
 
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=5.0):
-        """Trains (--do_train) and/or evaluates every checkpoint (--do_eval); returns the
-        evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
-        return evaluation.train_and_evaluate(
-            trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
-            do_train, do_eval, eval_timeout_secs, poll_seconds)
-
     def predict(self, trainer, batch_size):
         """test_results.tsv (probabilities) and submit_results.tsv (index, label) from
         model.ckpt-best; returns the two paths."""
-        checkpoint = resolve_best_checkpoint(self.output_dir)
+        checkpoint = self.best_checkpoint()
         trainer.checkpoints.restore_model(checkpoint)
         predict_file, examples = self.records("test")
         dataset = length_buckets_lib.trim_dataset(

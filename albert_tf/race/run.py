@@ -42,8 +42,11 @@ def resolve_best_checkpoint(output_dir):
     return evaluation.best_or_latest_checkpoint(output_dir, RaceFlagError, "dev split")
 
 
-class RaceJob:
+class RaceJob(fine_tuning.FineTuningJob):
     """RACE data settings, cache files and the model settings of one run."""
+
+    error_class = RaceFlagError
+    dev_set_name = "dev split"
 
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, max_qa_length,
                  levels=reader.LEVELS, spm_model_file=None, vocab_file=None, do_lower_case=True,
@@ -80,10 +83,6 @@ class RaceJob:
         """The feature cache of `split` (train, dev or test), written if missing."""
         return prepare.prepare_split(self.settings, split, self.requested[split])
 
-    def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
-        fine_tuning.check_init_checkpoint(init_checkpoint, allow_random_init, do_train,
-                                          self.output_dir, RaceFlagError)
-
     def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
         """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
         task = race_task.RaceTask(
@@ -109,17 +108,9 @@ class RaceJob:
         trainer.write_eval_summaries(results)
         return results
 
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=5.0):
-        """Trains (--do_train) and/or evaluates every checkpoint (--do_eval); returns the
-        evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
-        return evaluation.train_and_evaluate(
-            trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
-            do_train, do_eval, eval_timeout_secs, poll_seconds)
-
     def predict(self, trainer, batch_size):
         """Scores the test split with model.ckpt-best; returns the two files written."""
-        checkpoint = resolve_best_checkpoint(self.output_dir)
+        checkpoint = self.best_checkpoint()
         test_file = self.cache("test")
         results, arrays = self.score(trainer, checkpoint, test_file, batch_size)
         ids = race_task.question_ids(test_file)

@@ -14,7 +14,7 @@ columns of CoNLL files), a blank line between sentences.
 from absl import app, flags, logging
 import keras
 
-from albert_tf import cli, output_lock
+from albert_tf import cli
 from albert_tf.config import AlbertConfig
 from albert_tf.tagging import run as tagging_run
 from albert_tf.training import fine_tuning
@@ -25,33 +25,14 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
-    def define(kind, *args, **kwargs):
-        getattr(flags, f"DEFINE_{kind}")(*args, flag_values=flag_values, **kwargs)
-
-    define("string", "data_dir", None, "Directory of train.txt, dev.txt and test.txt (`token tag` "
-           "lines, a blank line between sentences).")
-    define("string", "albert_config_file", None, "The config json file of the ALBERT model.")
-    define("string", "spm_model_file", None, "The SentencePiece model of the ALBERT model.")
-    define("string", "vocab_file", None, "A WordPiece vocabulary (when --spm_model_file is not "
-           "given).")
-    define("bool", "do_lower_case", True, "Lower-case the input (uncased models).")
-    define("integer", "max_seq_length", 128, "Pieces per sentence, [CLS] and [SEP] included; "
-           "words beyond are not tagged.", lower_bound=3)
-    define("bool", "do_predict", False, "Tag test.txt with model.ckpt-best "
-           "(test_predictions.txt, test_results.txt).")
-    define("integer", "predict_batch_size", 32, "Batch size for predict.", lower_bound=1)
-    define("integer", "train_step", 1000, "Total number of training steps.", lower_bound=0)
-    define("integer", "warmup_step", 0, "Linear learning rate warmup steps.", lower_bound=0)
-    define("integer", "seed", None, "Seed of initialisation, dropout and shuffling.")
-    define("bool", "allow_random_init", False, "Allow --do_train without --init_checkpoint.")
-    training_flags.define_training_flags(
-        train_batch_size=32, eval_batch_size=32, learning_rate=5e-5, optimizer="adamw",
-        save_checkpoints_steps=500, iterations_per_loop=100, do_train=False, do_eval=False,
-        flag_values=flag_values)
-    training_flags.define_evaluation_flags(flag_values=flag_values)
-    training_flags.define_length_bucket_flag(flag_values)
-    for name in ("data_dir", "albert_config_file"):
-        flags.mark_flag_as_required(name, flag_values=flag_values)
+    training_flags.define_fine_tuning_flags(
+        data_dir_help="Directory of train.txt, dev.txt and test.txt (`token tag` lines, a "
+        "blank line between sentences).",
+        do_predict_help="Tag test.txt with model.ckpt-best (test_predictions.txt, "
+        "test_results.txt).",
+        max_seq_length=128, train_step=1000, warmup_step=0, predict_batch_size=32,
+        eval_batch_size=32, train_batch_size=32, learning_rate=5e-5, optimizer="adamw",
+        save_checkpoints_steps=500, iterations_per_loop=100, flag_values=flag_values)
 
 
 def run(flag_values):
@@ -67,27 +48,7 @@ def run(flag_values):
         spm_model_file=flag_values.spm_model_file, vocab_file=flag_values.vocab_file,
         do_lower_case=flag_values.do_lower_case,
         length_buckets=training_flags.length_buckets_from_flags(flag_values, strategy))
-    fine_tuning.check_init_checkpoint(flag_values.init_checkpoint, flag_values.allow_random_init,
-                                      flag_values.do_train, flag_values.output_dir)
-    output_lock.check_writable(flag_values.output_dir, "--output_dir")
-    if flag_values.do_train:
-        albert_config.write_beside(flag_values.output_dir)
-    config = training_flags.training_config_from_flags(
-        flag_values, num_train_steps=flag_values.train_step,
-        num_warmup_steps=flag_values.warmup_step)
-    trainer = job.build_trainer(strategy, config, flag_values.do_train, flag_values.do_eval)
-    summary = None
-    if flag_values.do_train or flag_values.do_eval:
-        summary = job.train_and_evaluate(trainer, flag_values.do_train, flag_values.do_eval,
-                                         flag_values.eval_batch_size,
-                                         flag_values.eval_timeout_secs)
-        if summary:
-            logging.info("Best %s = %s at step %s", trainer.task.eval_metric_name,
-                         summary["best_value"], summary["best_step"])
-    if flag_values.do_predict:
-        for path in job.predict(trainer, flag_values.predict_batch_size):
-            logging.info("Wrote %s", path)
-    return summary
+    return fine_tuning.train_evaluate_predict(job, flag_values, strategy)[1]
 
 
 def main(_):

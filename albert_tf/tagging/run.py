@@ -16,13 +16,13 @@ import tensorflow as tf
 from albert_tf import cli, feature_records, io_utils, tokenization
 from albert_tf.tagging import features, reader
 from albert_tf.tagging import task as tagging_task
-from albert_tf.training import evaluation, loop
+from albert_tf.training import fine_tuning, loop
 
 LABELS_FILE = "labels.txt"
 CUT_WORD = "_"  # the prediction written for a word that did not fit in max_seq_length
 
 
-class TaggingJob:
+class TaggingJob(fine_tuning.FineTuningJob):
     """One tagging data set's files, labels, tokenizer and model settings."""
 
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, spm_model_file=None,
@@ -77,20 +77,15 @@ class TaggingJob:
         results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
         return results, state
 
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=5.0):
-        def evaluate(checkpoint_path):
-            results, _ = self.score(trainer, checkpoint_path, trainer.task.eval_file,
-                                    eval_batch_size)
-            trainer.write_eval_summaries(results)
-            return results
-        return evaluation.train_and_evaluate(trainer, self.output_dir, evaluate, do_train,
-                                             do_eval, eval_timeout_secs, poll_seconds)
+    def evaluate(self, trainer, checkpoint_path, batch_size):
+        results, _ = self.score(trainer, checkpoint_path, trainer.task.eval_file, batch_size)
+        trainer.write_eval_summaries(results)
+        return results
 
     def predict(self, trainer, batch_size):
         """test_predictions.txt (`word gold predicted` per line) and test_results.txt from
         model.ckpt-best; returns the two paths."""
-        checkpoint = evaluation.best_or_latest_checkpoint(self.output_dir, cli.UserInputError)
+        checkpoint = self.best_checkpoint()
         path, sentences = self.records("test")
         results, state = self.score(trainer, checkpoint, path, batch_size)
         blocks = []

@@ -31,7 +31,7 @@ from albert_tf.training import length_buckets, loop, strategy as strategy_lib
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-class _Definer:
+class Definer:
     """`define.bool(...)` = `flags.DEFINE_bool(..., flag_values=...)` (tests use their own)."""
 
     def __init__(self, flag_values):
@@ -44,7 +44,7 @@ class _Definer:
 
 def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
     """The original TPU flags plus `--distribution_strategy` (new: auto-detected by default)."""
-    define = _Definer(flag_values)
+    define = Definer(flag_values)
     define.bool("use_tpu", False, "Whether to use TPU (TPUStrategy). Also turns on the "
                 "one-hot embedding lookup, as the original.")
     define.string("tpu_name", None, "The Cloud TPU to use for training: the name used when "
@@ -63,7 +63,7 @@ def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
 
 def define_performance_flags(flag_values=flags.FLAGS):
     """New flags (the original ran float32 on TPU through TPUEstimator's own XLA)."""
-    define = _Definer(flag_values)
+    define = Definer(flag_values)
     define.enum("precision", "float32", PRECISIONS,
                 "Keras precision policy. mixed_float16 uses dynamic loss scaling; variables "
                 "and optimizer state stay float32 in every case.")
@@ -82,7 +82,7 @@ def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_ch
 
     `eval_batch_size`, `do_train`, `do_eval`: None means the script does not have the flag.
     """
-    define = _Definer(flag_values)
+    define = Definer(flag_values)
     define.string("output_dir", None, "The output directory where the model checkpoints "
                   "will be written.")
     if output_dir_required:
@@ -119,9 +119,50 @@ def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_ch
     define_performance_flags(flag_values)
 
 
+def define_fine_tuning_flags(*, data_dir_help, do_predict_help, max_seq_length, train_step,
+                             warmup_step, predict_batch_size, eval_batch_size, do_train=False,
+                             do_eval=False,
+                             flag_values=flags.FLAGS, **training_defaults):
+    """The flags run_classifier.py, run_race.py and run_tagging.py share (the original's names),
+    with the script's defaults; `training_defaults` go to `define_training_flags`."""
+    define = Definer(flag_values)
+    define.string("data_dir", None, data_dir_help)
+    define.string("albert_config_file", None, "The config json file corresponding to the "
+                  "pre-trained ALBERT model. This specifies the model architecture.")
+    define.string("vocab_file", None, "The vocabulary file that the ALBERT model was trained "
+                  "on (WordPiece; used when --spm_model_file is not given).")
+    define.string("spm_model_file", None, "The model file for sentence piece tokenization.")
+    define.string("albert_hub_module_handle", None, "A LOCAL directory holding an unpacked "
+                  "TF1 Hub ALBERT module; its variables are used as --init_checkpoint. (Hub "
+                  "URLs cannot be fetched; the architecture comes from --albert_config_file.)")
+    define.bool("do_lower_case", True, "Whether to lower case the input text. Should be True "
+                "for uncased models and False for cased models.")
+    define.integer("max_seq_length", max_seq_length, "The maximum total input sequence length "
+                   "after tokenization. Sequences longer than this will be truncated, and "
+                   "sequences shorter than this will be padded.", lower_bound=3)
+    define.bool("do_predict", False, do_predict_help)
+    define.integer("predict_batch_size", predict_batch_size, "Total batch size for predict.",
+                   lower_bound=1)
+    define.integer("train_step", train_step, "Total number of training steps to perform.",
+                   lower_bound=0)
+    define.integer("warmup_step", warmup_step, "Number of steps to perform linear learning "
+                   "rate warmup for.", lower_bound=0)
+    define.integer("seed", None, "Seed of weight initialisation, dropout and shuffling (new; "
+                   "default: unseeded). Results still differ between seeds: the paper reports "
+                   "the median of 5 runs.")
+    define.bool("allow_random_init", False, "Allow --do_train without --init_checkpoint "
+                "(fine-tuning a randomly initialised model; normally a mistake).")
+    define_training_flags(flag_values=flag_values, do_train=do_train, do_eval=do_eval,
+                          eval_batch_size=eval_batch_size, **training_defaults)
+    define_evaluation_flags(flag_values=flag_values)
+    define_length_bucket_flag(flag_values)
+    for name in ("data_dir", "albert_config_file"):
+        flags.mark_flag_as_required(name, flag_values=flag_values)
+
+
 def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
     """New: the original's evaluate-every-checkpoint loops could poll for ever."""
-    define = _Definer(flag_values)
+    define = Definer(flag_values)
     define.float("eval_timeout_secs", eval_timeout_secs,
                  "Stop evaluating when no new checkpoint has appeared for this many seconds "
                  "(evaluation also stops once the last training step is evaluated).",
@@ -131,7 +172,7 @@ def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
 def define_length_bucket_flag(flag_values=flags.FLAGS):
     """New: fine-tuning batches need not be padded to --max_seq_length (see
     `training.length_buckets`)."""
-    _Definer(flag_values).string(
+    Definer(flag_values).string(
         "length_buckets", "auto",
         "Cut each fine-tuning, evaluation and prediction batch to its longest row, rounded up to "
         "one of these lengths: 'auto' (powers of two from 16, then --max_seq_length; off on "

@@ -1,0 +1,117 @@
+"""The one fine-tuning flow: the shared flags and `train_evaluate_predict`, in-process."""
+
+from absl import app, flags
+import pytest
+
+from albert_tf import cli
+from albert_tf.config import AlbertConfig
+from albert_tf.scripts import run_classifier, run_race, run_tagging
+from albert_tf.training import fine_tuning
+
+SCRIPTS = (run_classifier, run_race, run_tagging)
+SHARED = ("data_dir", "albert_config_file", "spm_model_file", "vocab_file", "do_lower_case",
+          "max_seq_length", "init_checkpoint", "albert_hub_module_handle", "allow_random_init",
+          "do_train", "do_eval", "do_predict", "train_step", "warmup_step", "train_batch_size",
+          "eval_batch_size", "predict_batch_size", "learning_rate", "optimizer", "seed",
+          "length_buckets", "eval_timeout_secs", "distribution_strategy", "precision",
+          "gradient_accumulation_steps", "keep_checkpoint_max", "output_dir")
+
+
+def _flag_values(script, *args):
+    flag_values = flags.FlagValues()
+    script.define_flags(flag_values)
+    flag_values([script.__name__, *args])
+    return flag_values
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: s.__name__.rsplit(".", 1)[-1])
+def test_every_script_defines_the_shared_flags_on_its_own_flag_values(script):
+    first = flags.FlagValues()
+    script.define_flags(first)
+    second = flags.FlagValues()
+    script.define_flags(second)  # no duplicate-flag error: nothing is defined globally
+    for name in SHARED:
+        assert name in first and name in second, f"{script.__name__} lacks --{name}"
+
+
+def test_each_script_keeps_its_original_defaults():
+    common = ["--data_dir=d", "--albert_config_file=c.json", "--output_dir=o"]
+    classifier = _flag_values(run_classifier, *common, "--task_name=cola")
+    race = _flag_values(run_race, *common)
+    tagging = _flag_values(run_tagging, *common)
+    assert (classifier.max_seq_length, classifier.train_step, classifier.do_train) == (512, 1000,
+                                                                                       False)
+    assert (race.max_seq_length, race.train_step, race.warmup_step) == (512, 12000, 1000)
+    assert (race.do_train, race.do_eval, race.learning_rate) == (True, True, 1e-5)
+    assert race["num_keep_checkpoint"].value == race.keep_checkpoint_max
+    assert (tagging.max_seq_length, tagging.predict_batch_size) == (128, 32)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: s.__name__.rsplit(".", 1)[-1])
+def test_nothing_to_do_is_a_usage_error_in_process(script):
+    flag_values = _flag_values(script, "--data_dir=d", "--albert_config_file=c.json",
+                               "--output_dir=o", "--task_name=cola" if script is run_classifier
+                               else "--seed=1", "--nodo_train", "--nodo_eval")
+    with pytest.raises(app.UsageError, match="At least one of --do_train"):
+        script.run(flag_values)
+
+
+class _FakeTask:
+    eval_metric_name = "eval_accuracy"
+
+
+class _FakeTrainer:
+    task = _FakeTask()
+
+
+class _RecordingJob(fine_tuning.FineTuningJob):
+    """A job that records what the flow asks of it, in order."""
+
+    class Error(cli.UserInputError):
+        pass
+
+    error_class = Error
+
+    def __init__(self, output_dir):
+        self.output_dir = output_dir
+        self.albert_config = AlbertConfig(vocab_size=30, embedding_size=8, hidden_size=16,
+                                          num_hidden_layers=1, num_attention_heads=2,
+                                          intermediate_size=32)
+        self.calls = []
+
+    def build_trainer(self, strategy, training_config, do_train, do_eval):
+        self.calls.append(("build_trainer", training_config.num_train_steps, do_train, do_eval))
+        return _FakeTrainer()
+
+    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
+                           eval_timeout_secs=7200.0, poll_seconds=5.0):
+        self.calls.append(("train_and_evaluate", do_train, do_eval, eval_batch_size))
+        return {"best_step": 7, "best_value": 0.5, "last_evaluated": 7}
+
+    def predict(self, trainer, batch_size):
+        self.calls.append(("predict", batch_size))
+        return ["predictions.tsv"]
+
+
+def test_train_evaluate_predict_runs_the_steps_in_order(tmp_path):
+    output_dir = tmp_path / "out"
+    flag_values = _flag_values(run_tagging, "--data_dir=d", "--albert_config_file=c.json",
+                               f"--output_dir={output_dir}", "--do_train", "--do_eval",
+                               "--do_predict", "--allow_random_init", "--train_step=9",
+                               "--eval_batch_size=3", "--predict_batch_size=5")
+    job = _RecordingJob(str(output_dir))
+    trainer, summary = fine_tuning.train_evaluate_predict(job, flag_values, strategy=None)
+    assert isinstance(trainer, _FakeTrainer) and summary["best_step"] == 7
+    assert job.calls == [("build_trainer", 9, True, True), ("train_and_evaluate", True, True, 3),
+                         ("predict", 5)]
+    # The effective config is written beside the checkpoints before training.
+    assert AlbertConfig.from_json_file(str(output_dir / "albert_config.json")).hidden_size == 16
+
+
+def test_training_from_nothing_is_refused_before_anything_is_built(tmp_path):
+    flag_values = _flag_values(run_tagging, "--data_dir=d", "--albert_config_file=c.json",
+                               f"--output_dir={tmp_path}", "--do_train")
+    job = _RecordingJob(str(tmp_path))
+    with pytest.raises(_RecordingJob.Error, match="--allow_random_init"):
+        fine_tuning.train_evaluate_predict(job, flag_values, strategy=None)
+    assert job.calls == []
