@@ -1,6 +1,8 @@
 """Shared fixtures: real data from the registries (fetched once into ./data) and tiny configs."""
 
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -10,6 +12,22 @@ from albert_tf import data_sources
 from albert_tf.config import AlbertConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def script_env():
+    """The environment of the scripts tests start: quiet TensorFlow, this checkout importable,
+    no GPU (CI has none; a developer's GPU would make timings and numerics differ)."""
+    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO_ROOT, CUDA_VISIBLE_DEVICES="")
+
+
+def run_python(args, check=True, timeout=900):
+    """`python <args>` in the checkout (a script and its flags, or `-c` code), as a user runs it;
+    with `check`, a non-zero exit fails the test with the end of its stderr."""
+    result = subprocess.run([sys.executable, *args], cwd=REPO_ROOT, env=script_env(),
+                            capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stderr[-5000:]}")
+    return result
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +44,14 @@ def tiny_config():
         num_hidden_groups=2, inner_group_num=2, num_attention_heads=4, intermediate_size=37,
         max_position_embeddings=64, type_vocab_size=2, hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1)
+
+
+def brown_config(**changes):
+    """The tiny model of the task and export tests, sized for the 4,000-piece Brown
+    `spm_model_file`: E != H, 2 layers; `changes` override any field."""
+    sizes = dict(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                 num_attention_heads=4, intermediate_size=37, max_position_embeddings=64)
+    return AlbertConfig(**dict(sizes, **changes))
 
 
 @pytest.fixture(scope="session")

@@ -1,21 +1,18 @@
 """build_vocab.py and albert_tf.vocab: the ALBERT id layout, preprocessing, clear errors."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import sentencepiece as spm
 
 from albert_tf import vocab
-from tests.conftest import REPO_ROOT
+from tests.conftest import run_python
 
 USER_SYMBOLS = ["(", ")", "\"", "-", ".", "–", "£", "€"]
 
 
 def _run_build_vocab(*flags):
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "build_vocab.py"), *flags],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    return run_python(["build_vocab.py", *flags], check=False, timeout=600)
 
 
 @pytest.mark.slow

@@ -1,8 +1,6 @@
 """export_checkpoints.py and export_to_tfhub.py: what they write, read back in a fresh process."""
 
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -12,9 +10,9 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from albert_tf import checkpoints
-from albert_tf.config import AlbertConfig
 from albert_tf.export import hub, pretrained
 from albert_tf.modeling import pretraining
+from tests.conftest import brown_config, run_python
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,9 +48,8 @@ np.savez(sys.argv[3], **out)
 def albert_directory(tmp_path_factory, spm_model_file):
     """A release-layout directory: albert_config.json, model.ckpt-best with slots, 30k-clean.model."""
     directory = tmp_path_factory.mktemp("albert_base")
-    config = AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=3,
-                          num_hidden_groups=1, num_attention_heads=4, intermediate_size=37,
-                          max_position_embeddings=32, hidden_dropout_prob=0.1)
+    config = brown_config(num_hidden_layers=3, num_hidden_groups=1, max_position_embeddings=32,
+                          hidden_dropout_prob=0.1)
     config.to_json_file(str(directory / "albert_config.json"))
     model = pretraining.AlbertPretrainingModel(config)
     rng = np.random.default_rng(0)
@@ -90,15 +87,10 @@ def op_types(saved_model_dir):
             | {node.op for function in graph.library.function for node in function.node_def})
 
 
-def run_script(*args):
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
-
-
 def test_export_checkpoints_drops_slots_keeps_step(albert_directory, tmp_path):
-    result = run_script("export_checkpoints.py", f"--albert_directory={albert_directory}",
-                        f"--export_path={tmp_path / 'clean' / 'model.ckpt-best'}")
+    result = run_python(("export_checkpoints.py", f"--albert_directory={albert_directory}",
+                         f"--export_path={tmp_path / 'clean' / 'model.ckpt-best'}"),
+                        check=False, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     exported = checkpoints.list_variables(str(tmp_path / "clean"))
     source = checkpoints.list_variables(albert_directory)
@@ -113,7 +105,8 @@ def test_hub_module_in_a_fresh_process_matches_the_model(albert_directory, hub_e
     export_path = hub_export
     batch = sample_batch()
     np.savez(tmp_path / "batch.npz", **batch)
-    result = run_script("-c", FRESH_LOADER, export_path, str(tmp_path / "batch.npz"), str(tmp_path / "out.npz"))
+    result = run_python(("-c", FRESH_LOADER, export_path, str(tmp_path / "batch.npz"),
+                         str(tmp_path / "out.npz")), check=False, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = dict(np.load(tmp_path / "out.npz"))
 
@@ -175,8 +168,9 @@ def test_hub_module_fine_tunes_inside_keras(hub_export):
 
 
 def test_export_to_tfhub_script_without_einsum(albert_directory, tmp_path):
-    result = run_script("export_to_tfhub.py", f"--albert_directory={albert_directory}",
-                        "--nouse_einsum", "--nodo_lower_case", f"--export_path={tmp_path / 'hub'}")
+    result = run_python(("export_to_tfhub.py", f"--albert_directory={albert_directory}",
+                         "--nouse_einsum", "--nodo_lower_case",
+                         f"--export_path={tmp_path / 'hub'}"), check=False, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Einsum" not in op_types(str(tmp_path / "hub"))
     module = tf.saved_model.load(str(tmp_path / "hub"))
@@ -242,8 +236,8 @@ def test_encoder_mlm_is_a_trainable_hub_keras_layer(albert_directory, hub_export
     logits of our model and fine-tunes (tensorflow_hub with tf-keras, as pinned for it)."""
     batch = sample_batch()
     np.savez(tmp_path / "batch.npz", **batch)
-    result = run_script("-c", HUB_KERAS_LAYER, hub_export, str(tmp_path / "batch.npz"),
-                        str(tmp_path / "out.npz"))
+    result = run_python(("-c", HUB_KERAS_LAYER, hub_export, str(tmp_path / "batch.npz"),
+                         str(tmp_path / "out.npz")), check=False, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = dict(np.load(tmp_path / "out.npz"))
     _, model, _ = pretrained.load_pretraining_model(albert_directory)

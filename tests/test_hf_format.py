@@ -16,7 +16,7 @@ import transformers
 from albert_tf import checkpoints, hf_format, tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling import classifier, multiple_choice, pretraining, squad_heads
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, brown_config
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-4
@@ -159,8 +159,7 @@ def test_a_folder_transformers_wrote_imports_with_its_outputs(size, tmp_path):
 
 
 def test_export_script_writes_a_tokenizer_transformers_reads(tmp_path, spm_model_file):
-    config = AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=4, intermediate_size=37, max_position_embeddings=64)
+    config = brown_config()
     model = pretraining.AlbertPretrainingModel(config)
     model({"input_ids": np.zeros([1, 4], np.int32), "input_mask": np.ones([1, 4], np.int32),
            "segment_ids": np.zeros([1, 4], np.int32), "masked_lm_positions": np.zeros([1, 1], np.int32)})

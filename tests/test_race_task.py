@@ -5,12 +5,12 @@ import pytest
 import tensorflow as tf
 from sklearn import metrics as sk_metrics
 
-from albert_tf.config import AlbertConfig
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import cache, features, metrics, prepare, reader
 from albert_tf.race import run as race_run
 from albert_tf.race import task as race_task
 from tests import race_fixtures
+from tests.conftest import brown_config
 
 SEQ = 48
 
@@ -43,9 +43,7 @@ def test_metrics_match_sklearn_and_the_breakdown_adds_up():
 
 @pytest.fixture
 def small_config():
-    return AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                        num_hidden_groups=1, inner_group_num=1, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=64)
+    return brown_config(num_hidden_groups=1, inner_group_num=1)
 
 
 @pytest.fixture

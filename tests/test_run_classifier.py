@@ -31,21 +31,12 @@ from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
 from albert_tf.curves import read_scalars
 from albert_tf.training import loop
+from tests.conftest import run_python
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 64
 MODEL = {"embedding_size": 64, "hidden_size": 128, "num_hidden_layers": 2,
          "num_attention_heads": 4, "intermediate_size": 256, "max_position_embeddings": SEQ,
          "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
-
-
-def _run(args, check=True):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
-    result = subprocess.run([sys.executable] + args, cwd=REPO, capture_output=True, text=True,
-                            env=env)
-    if check and result.returncode != 0:
-        raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stderr[-5000:]}")
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -61,16 +52,16 @@ def pretrained_dir(real_data, spm_model_file, albert_config_file, tmp_path_facto
     """A checkpoint written by run_pretraining.py (MLM + SOP) on a Brown Corpus shard."""
     work = tmp_path_factory.mktemp("pretraining")
     records = str(work / "brown.tfrecord")
-    _run(["create_pretraining_data.py", f"--input_file={real_data['brown'][0]}",
-          f"--output_file={records}", f"--spm_model_file={spm_model_file}",
-          f"--max_seq_length={SEQ}", "--max_predictions_per_seq=10", "--dupe_factor=1",
-          "--num_workers=1"])
+    run_python(["create_pretraining_data.py", f"--input_file={real_data['brown'][0]}",
+               f"--output_file={records}", f"--spm_model_file={spm_model_file}",
+               f"--max_seq_length={SEQ}", "--max_predictions_per_seq=10", "--dupe_factor=1",
+               "--num_workers=1"])
     output_dir = str(work / "model")
-    _run(["run_pretraining.py", f"--albert_config_file={albert_config_file}",
-          f"--input_file={records}", f"--output_dir={output_dir}", "--do_train",
-          f"--max_seq_length={SEQ}", "--max_predictions_per_seq=10", "--train_batch_size=16",
-          "--num_train_steps=10", "--num_warmup_steps=2", "--learning_rate=0.002",
-          "--save_checkpoints_steps=10", "--iterations_per_loop=10"])
+    run_python(["run_pretraining.py", f"--albert_config_file={albert_config_file}",
+               f"--input_file={records}", f"--output_dir={output_dir}", "--do_train",
+               f"--max_seq_length={SEQ}", "--max_predictions_per_seq=10", "--train_batch_size=16",
+               "--num_train_steps=10", "--num_warmup_steps=2", "--learning_rate=0.002",
+               "--save_checkpoints_steps=10", "--iterations_per_loop=10"])
     return output_dir
 
 
@@ -81,14 +72,14 @@ def sst2_run(real_data, spm_model_file, albert_config_file, tmp_path_factory):
     glue_dir = str(work / "glue")
     movie_reviews.write_sst2_task(real_data["movie_reviews"], os.path.join(glue_dir, "SST-2"))
     output_dir, export_dir = str(work / "out"), str(work / "export")
-    _run(["run_classifier.py", "--task_name=SST-2", f"--data_dir={glue_dir}",
-          f"--output_dir={output_dir}", f"--albert_config_file={albert_config_file}",
-          f"--spm_model_file={spm_model_file}", "--allow_random_init",
-          "--do_train", "--do_eval", "--do_predict", f"--export_dir={export_dir}",
-          "--threshold_to_export=0.75", f"--max_seq_length={SEQ}", "--train_batch_size=32",
-          "--train_step=400", "--warmup_step=40", "--learning_rate=3e-4",
-          "--save_checkpoints_steps=100", "--iterations_per_loop=50", "--eval_batch_size=64",
-          "--predict_batch_size=64", "--seed=1"])
+    run_python(["run_classifier.py", "--task_name=SST-2", f"--data_dir={glue_dir}",
+               f"--output_dir={output_dir}", f"--albert_config_file={albert_config_file}",
+               f"--spm_model_file={spm_model_file}", "--allow_random_init",
+               "--do_train", "--do_eval", "--do_predict", f"--export_dir={export_dir}",
+               "--threshold_to_export=0.75", f"--max_seq_length={SEQ}", "--train_batch_size=32",
+               "--train_step=400", "--warmup_step=40", "--learning_rate=3e-4",
+               "--save_checkpoints_steps=100", "--iterations_per_loop=50", "--eval_batch_size=64",
+               "--predict_batch_size=64", "--seed=1"])
     return {"glue_dir": glue_dir, "output_dir": output_dir, "export_dir": export_dir,
             "config": albert_config_file, "spm": spm_model_file}
 
@@ -214,7 +205,7 @@ def test_exported_saved_model_in_a_fresh_process(sst2_run, tmp_path):
     request_path.write_text(json.dumps(request))
     script = tmp_path / "load.py"
     script.write_text(_FRESH_PROCESS)
-    result = _run([str(script), export_dir, str(request_path)])
+    result = run_python([str(script), export_dir, str(request_path)])
     out = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert {"serving_default", "ids", "text"} <= set(out["signatures"])
     for name in ("serving_default", "ids", "text"):
@@ -225,8 +216,8 @@ def test_exported_saved_model_in_a_fresh_process(sst2_run, tmp_path):
         assert outputs["label"] == [job.label_list[i] for i in expected.argmax(axis=1)]
         np.testing.assert_allclose(outputs["threshold"], [0.75] * len(dev))
 
-    served = _run(["serve.py", f"--export_dir={export_dir}", f"--text={raw_dev[0].text_a}",
-                   f"--text={raw_dev[1].text_a}"])
+    served = run_python(["serve.py", f"--export_dir={export_dir}", f"--text={raw_dev[0].text_a}",
+                        f"--text={raw_dev[1].text_a}"])
     lines = [json.loads(line) for line in served.stdout.splitlines() if line.startswith("{")]
     assert [line["text_a"] for line in lines] == [raw_dev[0].text_a, raw_dev[1].text_a]
     np.testing.assert_allclose([line["probabilities"] for line in lines], expected[:2], atol=1e-5)
@@ -246,11 +237,11 @@ def test_export_without_custom_ops_and_a_separate_preprocessor(sst2_run, tmp_pat
     """--export_raw_text=false --export_preprocessor_dir: preprocessor + ids model = the
     combined model's text signature, and the ids model has no tensorflow_text op."""
     ids_dir, preprocessor_dir = str(tmp_path / "ids"), str(tmp_path / "preprocessor")
-    _run(["run_classifier.py", "--task_name=SST-2", f"--data_dir={sst2_run['glue_dir']}",
-          f"--output_dir={sst2_run['output_dir']}", f"--albert_config_file={sst2_run['config']}",
-          f"--spm_model_file={sst2_run['spm']}", f"--max_seq_length={SEQ}",
-          f"--export_dir={ids_dir}", "--export_raw_text=false",
-          f"--export_preprocessor_dir={preprocessor_dir}"])
+    run_python(["run_classifier.py", "--task_name=SST-2", f"--data_dir={sst2_run['glue_dir']}",
+               f"--output_dir={sst2_run['output_dir']}", f"--albert_config_file={sst2_run['config']}",
+               f"--spm_model_file={sst2_run['spm']}", f"--max_seq_length={SEQ}",
+               f"--export_dir={ids_dir}", "--export_raw_text=false",
+               f"--export_preprocessor_dir={preprocessor_dir}"])
     (ids_version,), (preprocessor_version,) = os.listdir(ids_dir), os.listdir(preprocessor_dir)
     ids_model = tf.saved_model.load(os.path.join(ids_dir, ids_version))
     assert "text" not in ids_model.signatures
@@ -373,9 +364,9 @@ def test_predict_without_any_checkpoint(tmp_path):
 
 @pytest.mark.slow
 def test_script_rejects_unknown_task_and_names_the_valid_ones(tmp_path, albert_config_file, spm_model_file):
-    result = _run(["run_classifier.py", "--task_name=sst2", f"--data_dir={tmp_path}",
-                   f"--output_dir={tmp_path / 'out'}", f"--albert_config_file={albert_config_file}",
-                   f"--spm_model_file={spm_model_file}", "--do_train"], check=False)
+    result = run_python(["run_classifier.py", "--task_name=sst2", f"--data_dir={tmp_path}",
+                        f"--output_dir={tmp_path / 'out'}", f"--albert_config_file={albert_config_file}",
+                        f"--spm_model_file={spm_model_file}", "--do_train"], check=False)
     assert result.returncode != 0
     assert "--task_name='sst2' is not a GLUE task; valid names: ax, cola, mismnli, mnli, mrpc, " \
            "qnli, qqp, rte, sst-2, sts-b, wnli" in result.stderr

@@ -23,10 +23,10 @@ from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import create_data, input_pipeline, options, task as pretraining_task
 from albert_tf.curves import read_scalars
 from albert_tf.training import loop
+from tests.conftest import REPO_ROOT, run_python, script_env
 
 pytestmark = pytest.mark.slow
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDICTIONS, VOCAB = 64, 10, 4000
 # The run_pretraining.py run: the smallest model that learned SOP here within a few hundred
 # steps (2-layer or 64-wide models stayed at the majority class for 600 steps).
@@ -55,20 +55,10 @@ def records(real_data, spm_model_file, tmp_path_factory):
 
 
 def _command(records, output_dir, *extra):
-    return [sys.executable, os.path.join(REPO, "run_pretraining.py"),
+    return ["run_pretraining.py",
             f"--albert_config_file={records['config']}", f"--input_file={records['train']}",
             f"--output_dir={output_dir}", f"--max_seq_length={SEQ}",
             f"--max_predictions_per_seq={PREDICTIONS}", *extra]
-
-
-def _env():
-    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="")
-
-
-def _run(command, timeout=900):
-    done = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done.stderr
 
 
 def _eval_blocks(path):
@@ -106,8 +96,8 @@ def killed_and_resumed(records, tmp_path_factory):
                        "--iterations_per_loop=20", "--save_checkpoints_steps=100",
                        "--keep_checkpoint_max=3", "--do_eval", "--max_eval_steps=20",
                        "--eval_batch_size=64")
-    process = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, *command], cwd=REPO_ROOT, env=script_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 600
         # Killed once `checkpoint` names model.ckpt-200 (its files are written just before).
@@ -122,7 +112,7 @@ def killed_and_resumed(records, tmp_path_factory):
             process.kill()
     at_kill = tmp_path_factory.mktemp("at_kill")
     shutil.copytree(output_dir, at_kill, dirs_exist_ok=True)
-    log = _run(command)
+    log = run_python(command).stderr
     return {"dir": output_dir, "at_kill": at_kill, "log": log}
 
 
@@ -294,10 +284,10 @@ def test_accumulation_with_the_weighted_mlm_loss_equals_one_big_batch(records, t
 
 
 def test_masked_lm_budget_and_missing_files_are_clear_errors(records, tmp_path):
-    done = subprocess.run(_command(records, tmp_path, "--masked_lm_budget=0.15"), env=_env(),
-                          capture_output=True, text=True, timeout=300)
+    done = run_python(_command(records, tmp_path, "--masked_lm_budget=0.15"), check=False,
+                      timeout=300)
     assert done.returncode != 0
     assert "online masking, which the original release never implemented" in done.stderr
-    done = subprocess.run(_command(records, tmp_path, f"--eval_input_file={tmp_path}/none-*"),
-                          env=_env(), capture_output=True, text=True, timeout=300)
+    done = run_python(_command(records, tmp_path, f"--eval_input_file={tmp_path}/none-*"),
+                      check=False, timeout=300)
     assert done.returncode != 0 and "--eval_input_file" in done.stderr

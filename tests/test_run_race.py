@@ -10,8 +10,6 @@ import collections
 import json
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -21,22 +19,13 @@ from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.race import reader
 from tests import race_fixtures
+from tests.conftest import run_python
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 64
 MODEL = {"embedding_size": 16, "hidden_size": 32, "num_hidden_layers": 2,
          "num_attention_heads": 4, "intermediate_size": 37, "max_position_embeddings": SEQ,
          "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 TRAIN_ARTICLES, TEST_ARTICLES = 24, 6  # per level; 3 questions each
-
-
-def _run(args, check=True):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable] + args, cwd=REPO, capture_output=True, text=True,
-                            env=env, timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stderr[-5000:]}")
-    return result
 
 
 def _key_values(path):
@@ -67,15 +56,15 @@ def race_run(spm_model_file, tmp_path_factory):
     common = [f"--data_dir={data_dir}", f"--output_dir={output_dir}",
               f"--albert_config_file={config_file}", f"--spm_model_file={spm_model_file}",
               f"--max_seq_length={SEQ}", "--max_qa_length=16"]
-    _run(["run_race.py", *common, "--allow_random_init", "--train_step=150",
-          "--warmup_step=10", "--learning_rate=1e-3", "--train_batch_size=8",
-          "--eval_batch_size=5", "--save_checkpoints_steps=50", "--iterations_per_loop=50",
-          "--num_keep_checkpoint=1", f"--train_file={work / 'cache' / 'train.tf_record'}",
-          "--seed=1"])  # unseeded, one run in many collapsed to uniform scores by step 150
+    run_python(["run_race.py", *common, "--allow_random_init", "--train_step=150",
+               "--warmup_step=10", "--learning_rate=1e-3", "--train_batch_size=8",
+               "--eval_batch_size=5", "--save_checkpoints_steps=50", "--iterations_per_loop=50",
+               "--num_keep_checkpoint=1", f"--train_file={work / 'cache' / 'train.tf_record'}",
+               "--seed=1"])  # unseeded, one run in many collapsed to uniform scores by step 150
     export_dir = str(work / "export")
-    _run(["run_race.py", *common, "--nodo_train", "--nodo_eval", "--do_predict",
-          "--predict_batch_size=7", f"--predict_file={work / 'cache' / 'test.tf_record'}",
-          f"--export_dir={export_dir}"])
+    run_python(["run_race.py", *common, "--nodo_train", "--nodo_eval", "--do_predict",
+               "--predict_batch_size=7", f"--predict_file={work / 'cache' / 'test.tf_record'}",
+               f"--export_dir={export_dir}"])
     return {"work": work, "data_dir": data_dir, "output_dir": output_dir, "export_dir": export_dir,
             "config_file": config_file, "common": common}
 
@@ -162,10 +151,10 @@ def test_export_loads_in_a_fresh_process_and_gives_the_same_scores(race_run):
     assert len(versions) == 1 and versions[0].isdigit()
     test_cache = next(str(race_run["work"] / "cache" / n)
                       for n in os.listdir(race_run["work"] / "cache") if n.startswith("test."))
-    done = _run([os.path.join("tests", "race_fresh_process.py"),
-                 os.path.join(export_dir, versions[0]),
-                 os.path.join(output_dir, "model.ckpt-best"), race_run["config_file"],
-                 test_cache, str(SEQ), race_run["data_dir"]])
+    done = run_python([os.path.join("tests", "race_fresh_process.py"),
+                      os.path.join(export_dir, versions[0]),
+                      os.path.join(output_dir, "model.ckpt-best"), race_run["config_file"],
+                      test_cache, str(SEQ), race_run["data_dir"]])
     line = next(l for l in done.stdout.splitlines() if l.startswith("RESULT "))
     result = json.loads(line[len("RESULT "):])
     assert result["signature_inputs"] == ["input_ids", "input_mask", "segment_ids"]
@@ -186,8 +175,8 @@ def test_export_loads_in_a_fresh_process_and_gives_the_same_scores(race_run):
 
 @pytest.mark.slow
 def test_export_without_the_raw_text_signature_has_no_custom_op(race_run, tmp_path):
-    _run(["run_race.py", *race_run["common"], "--nodo_train", "--nodo_eval",
-          f"--export_dir={tmp_path}", "--export_raw_text=false"])
+    run_python(["run_race.py", *race_run["common"], "--nodo_train", "--nodo_eval",
+               f"--export_dir={tmp_path}", "--export_raw_text=false"])
     (version,) = os.listdir(tmp_path)
     with open(os.path.join(tmp_path, version, "saved_model.pb"), "rb") as reader:
         assert b"Sentencepiece" not in reader.read()
@@ -199,7 +188,7 @@ def test_export_without_the_raw_text_signature_has_no_custom_op(race_run, tmp_pa
 
 @pytest.mark.slow
 def test_usage_errors_name_the_flags(race_run):
-    done = _run(["run_race.py", *race_run["common"], "--high_only", "--middle_only"],
-                check=False)
+    done = run_python(["run_race.py", *race_run["common"], "--high_only", "--middle_only"],
+                     check=False)
     assert done.returncode != 0
     assert "--high_only and --middle_only exclude each other" in done.stderr

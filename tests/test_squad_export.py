@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from albert_tf import tf_tokenization, tokenization
-from albert_tf.config import AlbertConfig
 from albert_tf.export import squad as squad_export
 from albert_tf.modeling import squad_heads
 from albert_tf.squad import features, postprocess, reading
 
 from tests.test_squad_data import HARD_PARAGRAPHS, _squad_json
+from tests.conftest import brown_config
 
 SEQ, STRIDE, QUERY, MAX_ANSWER = 64, 16, 12, 8
 
@@ -32,9 +32,7 @@ def setup(real_data, spm_model_file, tmp_path_factory):
     tokenizer = tokenization.FullTokenizer(None, True, spm_model_file)
     feats, _ = features.convert_examples_to_features(examples, tokenizer, SEQ, STRIDE, QUERY,
                                                      False, True)
-    config = AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32,
-                          num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-                          max_position_embeddings=SEQ)
+    config = brown_config(max_position_embeddings=SEQ)
     # Seed first: tf.random.set_seed after an InGraphTokenizer exists destroys its
     # SentencePiece resource (TensorFlow clears the kernel cache that holds it).
     keras.utils.set_random_seed(7)

@@ -22,7 +22,7 @@ from albert_tf import checkpoints, cli, io_utils, tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.squad import data, prediction
 from albert_tf.squad import task as squad_task
-from albert_tf.training import evaluation, loop
+from albert_tf.training import evaluation, fine_tuning, loop
 from albert_tf.training import flags as training_flags
 
 
@@ -68,12 +68,8 @@ class SquadRun:
                              "must be given")
         if self.do_train and not self.train_file:
             raise cli.UserInputError("--do_train needs --train_file")
-        if (self.do_train and not self.init_checkpoint and not self.allow_random_init
-                and checkpoints.latest_checkpoint(self.output_dir) is None):
-            raise cli.UserInputError(
-                "--do_train without --init_checkpoint would fine-tune a randomly initialised "
-                "model. Pass --init_checkpoint (a checkpoint prefix or a directory) or, if you "
-                "mean it, --allow_random_init")
+        fine_tuning.check_init_checkpoint(self.init_checkpoint, self.allow_random_init,
+                                          self.do_train, self.output_dir)
         if self.do_predict and not self.predict_file:
             raise cli.UserInputError("--do_predict needs --predict_file")
         if self.max_seq_length > albert_config.max_position_embeddings:
