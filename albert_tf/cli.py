@@ -2,19 +2,25 @@
 
 Library code raises `UserInputError` (or a subclass) with a message that names the culprit (the
 flag, the file with its line, column or record offset, the config variable) and what was
-expected. The scripts start with `cli.run(main)` instead of `absl.app.run(main)`: such an error
-ends the process with exit status 2 and one line on stderr,
+expected. The scripts start with `cli.run_script(define_flags, run)` (or `cli.run(main)`)
+instead of `absl.app.run(main)`: such an error ends the process with exit status 2 and one line
+on stderr,
 
     run_classifier.py: error: --learning_rate=-1: expected a number > 0
 
 and no traceback, because the user's input is at fault, not the program. Any other exception is
-a bug and keeps its traceback. Tests call `main` directly and assert on `UserInputError`.
+a bug and keeps its traceback. Tests call a script's `run(flag_values)` in-process on their own
+`absl.flags.FlagValues` and assert on `UserInputError`.
 """
 
+import dataclasses
+import inspect
 import os
 import sys
 
 from absl import app
+from absl import flags
+from absl import logging
 
 EXIT_USER_ERROR = 2
 
@@ -45,3 +51,47 @@ def run(main, argv=None):
             sys.exit(EXIT_USER_ERROR)
 
     app.run(guarded_main, argv=argv)
+
+
+class Definer:
+    """`define.bool(...)` = `flags.DEFINE_bool(..., flag_values=...)`: a script defines its flags
+    on the FlagValues it is given, so tests can parse their own and run it in-process."""
+
+    def __init__(self, flag_values, frames_up=1):
+        """absl files a flag under the module that defines it (`--helpfull` lists each module's
+        own flags): here the module `frames_up` calls above, named as absl names `__main__`
+        (2 from a helper that defines a script's own flags for it)."""
+        self._flag_values = flag_values
+        frame = inspect.currentframe()
+        for _ in range(frames_up):
+            frame = frame.f_back
+        module_name = frame.f_globals["__name__"]
+        self._module_name = sys.argv[0] if module_name == "__main__" else module_name
+
+    def __getattr__(self, kind):
+        definer = getattr(flags, f"DEFINE_{kind}")
+        return lambda *args, **kwargs: definer(*args, flag_values=self._flag_values,
+                                               module_name=self._module_name, **kwargs)
+
+
+def run_script(define_flags, run_flags):
+    """A script's console entry: `define_flags(absl's FLAGS)`, then `run_flags(FLAGS)` under
+    `run`'s error convention. Positional arguments are refused (every input is a flag)."""
+    define_flags(flags.FLAGS)
+
+    def main(argv):
+        if len(argv) > 1:
+            raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        logging.set_verbosity(logging.INFO)
+        run_flags(flags.FLAGS)
+
+    run(main)
+
+
+def dataclass_from_flags(cls, flag_values, **overrides):
+    """A `cls` (a dataclass) from the flags named like its fields, then `overrides`: the field
+    list is the one source, so a new option cannot be left out of a script."""
+    values = {field.name: flag_values[field.name].value for field in dataclasses.fields(cls)
+              if field.name in flag_values}
+    values.update(overrides)
+    return cls(**values)

@@ -10,37 +10,41 @@ Writes config.json (hidden_act gelu_new: the original's tanh GELU), model.safete
 Neither PyTorch nor transformers is needed to write it. The logic is `albert_tf.hf_format`.
 """
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from albert_tf import cli, hf_format
 from albert_tf.config import AlbertConfig
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_config_file", None, "The checkpoint's albert_config.json.")
-flags.DEFINE_string("init_checkpoint", None, "Checkpoint prefix or directory (original layout).")
-flags.DEFINE_string("output_dir", None, "The Hugging Face folder to write (must not exist).")
-flags.DEFINE_enum("architecture", "auto", ("auto",) + hf_format.ARCHITECTURES,
-                  "The head to export; auto reads it from the checkpoint's variable names.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model: written as spiece.model.")
-flags.DEFINE_bool("do_lower_case", True, "Whether the tokenizer lower-cases (tokenizer config).")
-flags.DEFINE_list("label_names", None, "Class names of a classifier head, in label-id order.")
-flags.mark_flags_as_required(["albert_config_file", "init_checkpoint", "output_dir"])
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    logging.set_verbosity(logging.INFO)
-    config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+def define_flags(flag_values=FLAGS):
+    """Every flag of the script, on `flag_values` (tests parse their own)."""
+    define = cli.Definer(flag_values)
+    define.string("albert_config_file", None, "The checkpoint's albert_config.json.")
+    define.string("init_checkpoint", None, "Checkpoint prefix or directory (original layout).")
+    define.string("output_dir", None, "The Hugging Face folder to write (must not exist).")
+    define.enum("architecture", "auto", ("auto",) + hf_format.ARCHITECTURES,
+                "The head to export; auto reads it from the checkpoint's variable names.")
+    define.string("spm_model_file", None, "SentencePiece model: written as spiece.model.")
+    define.bool("do_lower_case", True, "Whether the tokenizer lower-cases (tokenizer config).")
+    define.list("label_names", None, "Class names of a classifier head, in label-id order.")
+    flags.mark_flags_as_required(["albert_config_file", "init_checkpoint", "output_dir"],
+                                 flag_values=flag_values)
+
+
+def run(flag_values):
+    """The whole script on parsed flags."""
+    config = AlbertConfig.from_json_file(flag_values.albert_config_file)
     architecture = hf_format.export_folder(
-        config, FLAGS.init_checkpoint, FLAGS.output_dir, FLAGS.architecture,
-        FLAGS.spm_model_file, FLAGS.do_lower_case, FLAGS.label_names)
-    logging.info("Wrote %s (%s)", FLAGS.output_dir, hf_format.HF_CLASS[architecture])
+        config, flag_values.init_checkpoint, flag_values.output_dir, flag_values.architecture,
+        flag_values.spm_model_file, flag_values.do_lower_case, flag_values.label_names)
+    logging.info("Wrote %s (%s)", flag_values.output_dir, hf_format.HF_CLASS[architecture])
 
 
 def entry():
     """Console entry point (`pip install` puts it on PATH as `export_to_hf`)."""
-    cli.run(main)
+    cli.run_script(define_flags, run)
 
 
 if __name__ == "__main__":

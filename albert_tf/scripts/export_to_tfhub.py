@@ -7,36 +7,40 @@ The original's flags, plus --spm_model_file. The signatures are described in
 `albert_tf/export/hub.py`; the logic is `albert_tf.export.hub.export_hub_module`.
 """
 
-from absl import app
 from absl import flags
 
 from albert_tf import cli
 from albert_tf.export import hub
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_directory", None,
-                    "Directory holding albert_config.json, the SentencePiece model and the checkpoint.")
-flags.DEFINE_string("checkpoint_name", "model.ckpt-best", "Checkpoint prefix inside albert_directory.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text; baked into "
-                  "the tokenization_info signature.")
-flags.DEFINE_bool("use_einsum", True, "False builds the graph without Einsum ops (as the original's "
-                  "TF 1.15-compatible v2 modules; also easier for TFLite).")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model to ship (default: "
-                    "<albert_directory>/30k-clean.model, else the directory's single *.model).")
-flags.DEFINE_string("export_path", None, "Directory to write the SavedModel to (must not exist).")
-flags.mark_flags_as_required(["albert_directory", "export_path"])
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    hub.export_hub_module(FLAGS.albert_directory, FLAGS.export_path, FLAGS.checkpoint_name,
-                          FLAGS.do_lower_case, FLAGS.use_einsum, FLAGS.spm_model_file)
+def define_flags(flag_values=FLAGS):
+    """Every flag of the script, on `flag_values` (tests parse their own)."""
+    define = cli.Definer(flag_values)
+    define.string("albert_directory", None,
+                  "Directory holding albert_config.json, the SentencePiece model and the checkpoint.")
+    define.string("checkpoint_name", "model.ckpt-best", "Checkpoint prefix inside albert_directory.")
+    define.bool("do_lower_case", True, "Whether to lower case the input text; baked into "
+                "the tokenization_info signature.")
+    define.bool("use_einsum", True, "False builds the graph without Einsum ops (as the original's "
+                "TF 1.15-compatible v2 modules; also easier for TFLite).")
+    define.string("spm_model_file", None, "SentencePiece model to ship (default: "
+                  "<albert_directory>/30k-clean.model, else the directory's single *.model).")
+    define.string("export_path", None, "Directory to write the SavedModel to (must not exist).")
+    flags.mark_flags_as_required(["albert_directory", "export_path"], flag_values=flag_values)
+
+
+def run(flag_values):
+    """The whole script on parsed flags."""
+    hub.export_hub_module(flag_values.albert_directory, flag_values.export_path,
+                          flag_values.checkpoint_name, flag_values.do_lower_case,
+                          flag_values.use_einsum, flag_values.spm_model_file)
 
 
 def entry():
     """Console entry point (`pip install` puts it on PATH as `export_to_tfhub`)."""
-    cli.run(main)
+    cli.run_script(define_flags, run)
 
 
 if __name__ == "__main__":

@@ -10,30 +10,33 @@ spiece.model into --output_dir; every script takes it as --init_checkpoint. Noth
 downloaded: --hf_model_dir is a local folder. The logic is `albert_tf.hf_format`.
 """
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from albert_tf import cli, hf_format
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("hf_model_dir", None, "A local Hugging Face ALBERT model folder.")
-flags.DEFINE_string("output_dir", None, "Where albert_config.json and model.ckpt-0 go.")
-flags.DEFINE_enum("architecture", "auto", ("auto",) + hf_format.ARCHITECTURES,
-                  "The head to import; auto reads it from config.json's architectures.")
-flags.mark_flags_as_required(["hf_model_dir", "output_dir"])
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    logging.set_verbosity(logging.INFO)
-    prefix, architecture = hf_format.import_folder(FLAGS.hf_model_dir, FLAGS.output_dir,
-                                                   FLAGS.architecture)
+def define_flags(flag_values=FLAGS):
+    """Every flag of the script, on `flag_values` (tests parse their own)."""
+    define = cli.Definer(flag_values)
+    define.string("hf_model_dir", None, "A local Hugging Face ALBERT model folder.")
+    define.string("output_dir", None, "Where albert_config.json and model.ckpt-0 go.")
+    define.enum("architecture", "auto", ("auto",) + hf_format.ARCHITECTURES,
+                "The head to import; auto reads it from config.json's architectures.")
+    flags.mark_flags_as_required(["hf_model_dir", "output_dir"], flag_values=flag_values)
+
+
+def run(flag_values):
+    """The whole script on parsed flags."""
+    prefix, architecture = hf_format.import_folder(flag_values.hf_model_dir, flag_values.output_dir,
+                                                   flag_values.architecture)
     logging.info("Wrote %s (%s head)", prefix, architecture)
 
 
 def entry():
     """Console entry point (`pip install` puts it on PATH as `import_from_hf`)."""
-    cli.run(main)
+    cli.run_script(define_flags, run)
 
 
 if __name__ == "__main__":

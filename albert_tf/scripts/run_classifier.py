@@ -32,7 +32,7 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
-    define = training_flags.Definer(flag_values)
+    define = cli.Definer(flag_values)
     training_flags.define_fine_tuning_flags(
         data_dir_help="The input data dir. Should contain the .tsv files (or other data files) "
         "for the task: MNLI/, CoLA/, ... (diagnostic/ for ax).",
@@ -97,15 +97,9 @@ def run(flag_values):
     return summary
 
 
-def main(_):
-    logging.set_verbosity(logging.INFO)
-    run(FLAGS)
-
-
 def entry():
     """Console entry point (`pip install` puts it on PATH as `run_classifier`)."""
-    define_flags()
-    cli.run(main)
+    cli.run_script(define_flags, run)
 
 
 if __name__ == "__main__":

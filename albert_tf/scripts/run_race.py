@@ -30,7 +30,7 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
-    define = training_flags.Definer(flag_values)
+    define = cli.Definer(flag_values)
     training_flags.define_fine_tuning_flags(
         data_dir_help="The input data dir: holds RACE/{train,dev,test}/{middle,high}/, each "
         "with all.txt (one JSON article per line) or one JSON article per *.txt file (the "
@@ -92,15 +92,9 @@ def run(flag_values):
     return summary
 
 
-def main(_):
-    logging.set_verbosity(logging.INFO)
-    run(FLAGS)
-
-
 def entry():
     """Console entry point (`pip install` puts it on PATH as `run_race`)."""
-    define_flags()
-    cli.run(main)
+    cli.run_script(define_flags, run)
 
 
 if __name__ == "__main__":

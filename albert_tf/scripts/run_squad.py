@@ -95,8 +95,7 @@ def define_flags(flag_values=FLAGS):
 
 
 def run_options(flag_values):
-    names = [field for field in runner.SquadRun.__dataclass_fields__]
-    return runner.SquadRun(**{name: flag_values[name].value for name in names})
+    return cli.dataclass_from_flags(runner.SquadRun, flag_values)
 
 
 def run(flag_values):
@@ -136,16 +135,9 @@ def _export_checkpoint(options):
                          "--init_checkpoint")
 
 
-def main(argv):
-    del argv
-    logging.set_verbosity(logging.INFO)
-    run(FLAGS)
-
-
 def entry():
     """Console entry point (`pip install` puts it on PATH as `run_squad`)."""
-    define_flags()
-    cli.run(main)
+    cli.run_script(define_flags, run)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ shared fine-tuning flow, with run_classifier.py's flag names.
 columns of CoNLL files), a blank line between sentences.
 """
 
-from absl import app, flags, logging
+from absl import app, flags
 import keras
 
 from albert_tf import cli
@@ -51,15 +51,9 @@ def run(flag_values):
     return fine_tuning.train_evaluate_predict(job, flag_values, strategy)[1]
 
 
-def main(_):
-    logging.set_verbosity(logging.INFO)
-    run(FLAGS)
-
-
 def entry():
     """Console entry point (`pip install` puts it on PATH as `run_tagging`)."""
-    define_flags()
-    cli.run(main)
+    cli.run_script(define_flags, run)
 
 
 if __name__ == "__main__":

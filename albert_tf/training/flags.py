@@ -19,32 +19,20 @@ flags differ by script (`num_train_steps`, `train_step`, `num_train_epochs`) and
 scripts, which pass the resulting counts to `training_config_from_flags`.
 """
 
-import dataclasses
 import os
 
 from absl import app
 from absl import flags
 
-from albert_tf import optimization
+from albert_tf import cli, optimization
 from albert_tf.training import length_buckets, loop, strategy as strategy_lib
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-class Definer:
-    """`define.bool(...)` = `flags.DEFINE_bool(..., flag_values=...)` (tests use their own)."""
-
-    def __init__(self, flag_values):
-        self._flag_values = flag_values
-
-    def __getattr__(self, kind):
-        definer = getattr(flags, f"DEFINE_{kind}")
-        return lambda *args, **kwargs: definer(*args, flag_values=self._flag_values, **kwargs)
-
-
 def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
     """The original TPU flags plus `--distribution_strategy` (new: auto-detected by default)."""
-    define = Definer(flag_values)
+    define = cli.Definer(flag_values)
     define.bool("use_tpu", False, "Whether to use TPU (TPUStrategy). Also turns on the "
                 "one-hot embedding lookup, as the original.")
     define.string("tpu_name", None, "The Cloud TPU to use for training: the name used when "
@@ -63,7 +51,7 @@ def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
 
 def define_performance_flags(flag_values=flags.FLAGS):
     """New flags (the original ran float32 on TPU through TPUEstimator's own XLA)."""
-    define = Definer(flag_values)
+    define = cli.Definer(flag_values)
     define.enum("precision", "float32", PRECISIONS,
                 "Keras precision policy. mixed_float16 uses dynamic loss scaling; variables "
                 "and optimizer state stay float32 in every case.")
@@ -82,7 +70,7 @@ def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_ch
 
     `eval_batch_size`, `do_train`, `do_eval`: None means the script does not have the flag.
     """
-    define = Definer(flag_values)
+    define = cli.Definer(flag_values)
     define.string("output_dir", None, "The output directory where the model checkpoints "
                   "will be written.")
     if output_dir_required:
@@ -125,7 +113,7 @@ def define_fine_tuning_flags(*, data_dir_help, do_predict_help, max_seq_length, 
                              flag_values=flags.FLAGS, **training_defaults):
     """The flags run_classifier.py, run_race.py and run_tagging.py share (the original's names),
     with the script's defaults; `training_defaults` go to `define_training_flags`."""
-    define = Definer(flag_values)
+    define = cli.Definer(flag_values, frames_up=2)  # the calling script's own flags
     define.string("data_dir", None, data_dir_help)
     define.string("albert_config_file", None, "The config json file corresponding to the "
                   "pre-trained ALBERT model. This specifies the model architecture.")
@@ -162,7 +150,7 @@ def define_fine_tuning_flags(*, data_dir_help, do_predict_help, max_seq_length, 
 
 def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
     """New: the original's evaluate-every-checkpoint loops could poll for ever."""
-    define = Definer(flag_values)
+    define = cli.Definer(flag_values)
     define.float("eval_timeout_secs", eval_timeout_secs,
                  "Stop evaluating when no new checkpoint has appeared for this many seconds "
                  "(evaluation also stops once the last training step is evaluated).",
@@ -172,7 +160,7 @@ def define_evaluation_flags(eval_timeout_secs=7200, flag_values=flags.FLAGS):
 def define_length_bucket_flag(flag_values=flags.FLAGS):
     """New: fine-tuning batches need not be padded to --max_seq_length (see
     `training.length_buckets`)."""
-    Definer(flag_values).string(
+    cli.Definer(flag_values).string(
         "length_buckets", "auto",
         "Cut each fine-tuning, evaluation and prediction batch to its longest row, rounded up to "
         "one of these lengths: 'auto' (powers of two from 16, then --max_seq_length; off on "
@@ -212,10 +200,9 @@ def strategy_from_flags(flag_values):
 def training_config_from_flags(flag_values, *, num_train_steps, num_warmup_steps, **overrides):
     """A `loop.TrainingConfig` from the script's flags named like its fields, plus the
     script's step counts and `overrides`."""
-    values = {field.name: getattr(flag_values, field.name)
-              for field in dataclasses.fields(loop.TrainingConfig) if field.name in flag_values}
-    values.update(num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps, **overrides)
-    return loop.TrainingConfig(**values)
+    return cli.dataclass_from_flags(loop.TrainingConfig, flag_values,
+                                    num_train_steps=num_train_steps,
+                                    num_warmup_steps=num_warmup_steps, **overrides)
 
 
 def init_checkpoint_from_flags(flag_values):
