@@ -73,6 +73,14 @@ def test_unpadded_mask_positions_count():
     assert int(length_buckets.batch_length(mask)) == 5
 
 
+def _logits_and_gradients(model, features, labels):
+    inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    with tf.GradientTape() as tape:
+        logits = model(inputs, training=False)["logits"]
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+    return logits, tape.gradient(loss, model.trainable_variables)
+
+
 def test_logits_and_update_equal_the_padded_run(tiny_config):
     """The same batch, padded to 64 and trimmed to its bucket: logits and gradients agree."""
     model = classifier.AlbertClassifier(tiny_config, num_labels=3, dropout_rate=0.0)
@@ -82,18 +90,57 @@ def test_logits_and_update_equal_the_padded_run(tiny_config):
         tf.data.Dataset.from_tensors(batch), (16, 32, 64), 64)))
     assert trimmed["input_ids"].shape[1] == 32
 
-    def logits_and_gradients(features):
-        inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
-        with tf.GradientTape() as tape:
-            logits = model(inputs, training=False)["logits"]
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
-        return logits, tape.gradient(loss, model.trainable_variables)
-
-    padded_logits, padded_gradients = logits_and_gradients(batch)
-    trimmed_logits, trimmed_gradients = logits_and_gradients(trimmed)
+    padded_logits, padded_gradients = _logits_and_gradients(model, batch, labels)
+    trimmed_logits, trimmed_gradients = _logits_and_gradients(model, trimmed, labels)
     np.testing.assert_allclose(trimmed_logits, padded_logits, atol=1e-5)
     for padded, trimmed_gradient, variable in zip(padded_gradients, trimmed_gradients,
                                                   model.trainable_variables):
         np.testing.assert_allclose(tf.convert_to_tensor(trimmed_gradient),
                                    tf.convert_to_tensor(padded), atol=1e-5,
                                    err_msg=variable.path)
+
+
+def _examples(count, seed=1):
+    """`count` single examples padded to 64, of random real lengths; label_ids = the index."""
+    lengths = np.random.default_rng(seed).integers(1, 65, count)
+    batch = _batch(list(lengths))
+    return batch, lengths, tf.data.Dataset.from_tensor_slices(batch)
+
+
+def test_grouped_training_batches_are_full_and_of_one_bucket():
+    batch, lengths, examples = _examples(60)
+    buckets = (16, 32, 64)
+    seen = []
+    for grouped in length_buckets.group_batches(examples, 4, buckets, 64):
+        bucket = grouped["input_ids"].shape[1]
+        assert grouped["input_ids"].shape == (4, bucket) and bucket in buckets
+        lower = buckets[buckets.index(bucket) - 1] if bucket != buckets[0] else 0
+        for row, index in enumerate(grouped["label_ids"].numpy()):
+            assert lower < lengths[index] <= bucket
+            np.testing.assert_array_equal(grouped["input_ids"][row], batch["input_ids"][index, :bucket])
+        seen.extend(grouped["label_ids"].numpy())
+    assert len(seen) == len(set(seen))  # every example at most once
+    assert len(seen) > 60 - len(buckets) * 4  # only each bucket's last partial batch is left
+
+
+def test_grouped_batch_update_equals_the_same_examples_padded(tiny_config):
+    model = classifier.AlbertClassifier(tiny_config, num_labels=3, dropout_rate=0.0)
+    batch, _, examples = _examples(40, seed=2)
+    grouped = next(iter(length_buckets.group_batches(examples, 4, (16, 32, 64), 64)))
+    padded = {key: tf.gather(value, grouped["label_ids"]) for key, value in batch.items()}
+    labels = grouped["label_ids"] % 3
+    grouped_logits, grouped_gradients = _logits_and_gradients(model, grouped, labels)
+    padded_logits, padded_gradients = _logits_and_gradients(model, padded, labels)
+    np.testing.assert_allclose(grouped_logits, padded_logits, atol=1e-5)
+    for grouped_gradient, padded_gradient, variable in zip(grouped_gradients, padded_gradients,
+                                                           model.trainable_variables):
+        np.testing.assert_allclose(tf.convert_to_tensor(grouped_gradient),
+                                   tf.convert_to_tensor(padded_gradient), atol=1e-5,
+                                   err_msg=variable.path)
+
+
+def test_off_batches_in_order_at_full_length():
+    _, _, examples = _examples(9)
+    batches = list(length_buckets.group_batches(examples, 4, None, 64))
+    assert [b["input_ids"].shape for b in batches] == [(4, 64), (4, 64)]
+    assert np.concatenate([b["label_ids"] for b in batches]).tolist() == list(range(8))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from albert_tf import tokenization
+from albert_tf import feature_records, tokenization
 from albert_tf.race import cache, examples, features, prepare, reader
 from tests import race_fixtures
 
@@ -131,20 +131,20 @@ def test_cache_round_trip(tmp_path, tokenizer):
 
 
 def test_cache_names_change_with_every_setting_they_depend_on(tmp_path, spm_model_file):
-    fingerprint = cache.vocabulary_fingerprint(spm_model_file, None)
+    fingerprint = feature_records.file_fingerprint(spm_model_file, None)
     other = tmp_path / "other.model"
     other.write_bytes(open(spm_model_file, "rb").read() + b"x")
     base = dict(split="train", levels=("middle", "high"), max_seq_length=512, max_qa_length=128,
                 vocab_fingerprint=fingerprint, do_lower_case=True)
     variants = [dict(split="dev"), dict(levels=("high",)), dict(levels=("middle",)),
                 dict(max_seq_length=256), dict(max_qa_length=64), dict(do_lower_case=False),
-                dict(vocab_fingerprint=cache.vocabulary_fingerprint(str(other)))]
+                dict(vocab_fingerprint=feature_records.file_fingerprint(str(other)))]
     keys = [cache.cache_key(**base)] + [cache.cache_key(**{**base, **v}) for v in variants]
     assert len(set(keys)) == len(keys)
     assert keys[0] == f"race-train-middle+high-seq512-qa128-uncased-vocab{fingerprint}"
-    assert cache.cache_path(None, "/out", keys[0]) == f"/out/{keys[0]}.tf_record"
-    assert cache.cache_path("/c/train.tf_record", "/out", keys[0]) == f"/c/train.{keys[0]}.tf_record"
-    assert cache.cache_path("/c/train", "/out", keys[0]) == f"/c/train.{keys[0]}.tf_record"
+    assert feature_records.keyed_path(None, "/out", keys[0]) == f"/out/{keys[0]}.tf_record"
+    assert feature_records.keyed_path("/c/train.tf_record", "/out", keys[0]) == f"/c/train.{keys[0]}.tf_record"
+    assert feature_records.keyed_path("/c/train", "/out", keys[0]) == f"/c/train.{keys[0]}.tf_record"
     # Level order does not depend on the order the flags produced them in.
     assert cache.cache_key(**{**base, "levels": ("high", "middle")}) == keys[0]
 
@@ -161,7 +161,7 @@ def test_wordpiece_vocabulary_path(tmp_path):
     settings = prepare.CacheSettings(str(tmp_path), reader.LEVELS, 64, 16, True,
                                      vocab_file=str(vocab_file), default_dir=str(tmp_path))
     path = prepare.prepare_split(settings, "dev")
-    assert f"vocab{cache.vocabulary_fingerprint(str(vocab_file))}" in path
+    assert f"vocab{feature_records.file_fingerprint(str(vocab_file))}" in path
     record = next(cache.dataset(path, 64).as_numpy_iterator())
     vocab = vocab_file.read_text().splitlines()
     tokens = [vocab[i] for i, m in zip(record["input_ids"][0], record["input_mask"][0]) if m]

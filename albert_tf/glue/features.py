@@ -21,9 +21,9 @@ from typing import List, Union
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import cli, io_utils, progress
+from albert_tf import cli, feature_records, progress
 from albert_tf.feature_records import (  # noqa: F401 (cache names: glue API)
-    cached_record_path, file_digest, float_feature, int64_feature)
+    cached_record_path, float_feature, int64_feature)
 from albert_tf.glue import processors
 
 _LOGGED_EXAMPLES = 5
@@ -98,15 +98,13 @@ def features_to_tf_example(feature, regression):
 def write_records(examples, label_list, max_seq_length, tokenizer, output_file, task_name):
     """Converts `examples` and writes them to `output_file` (atomically); returns the count."""
     regression = is_regression(task_name)
-    with io_utils.atomic_path(output_file) as temp:
-        with tf.io.TFRecordWriter(temp) as writer:
-            converting = progress.track(examples, f"Converting {task_name} examples to "
-                                        f"{os.path.basename(output_file)}", len(examples))
-            for index, example in enumerate(converting):
-                feature = convert_single_example(index, example, label_list, max_seq_length,
-                                                 tokenizer, task_name)
-                writer.write(features_to_tf_example(feature, regression).SerializeToString())
-    return len(examples)
+    converting = progress.track(examples, f"Converting {task_name} examples to "
+                                f"{os.path.basename(output_file)}", len(examples))
+    return feature_records.write_records(
+        (features_to_tf_example(convert_single_example(index, example, label_list,
+                                                       max_seq_length, tokenizer, task_name),
+                                regression).SerializeToString()
+         for index, example in enumerate(converting)), output_file)
 
 
 def name_to_features(seq_length, regression):

@@ -74,23 +74,24 @@ class ClassifierTask(task_lib.Task):
         return dataset
 
     def _parsed(self, dataset, batch_size, drop_remainder):
-        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-        dataset = dataset.map(
+        return dataset.batch(batch_size, drop_remainder=drop_remainder).map(
             lambda records: features.parse_records(records, self.max_seq_length, self.regression),
             num_parallel_calls=tf.data.AUTOTUNE)
-        dataset = length_buckets_lib.trim_dataset(dataset, self.length_buckets, self.max_seq_length)
-        return dataset.prefetch(tf.data.AUTOTUNE)
 
     def train_dataset(self, input_context, batch_size):
         if not self.train_file:
             raise ValueError("ClassifierTask has no train_file")
         dataset = self._records(self.train_file, input_context).repeat().shuffle(self.shuffle_buffer)
-        return self._parsed(dataset, batch_size, drop_remainder=True)
+        examples = self._parsed(dataset, batch_size, drop_remainder=True).unbatch()
+        return length_buckets_lib.group_batches(examples, batch_size, self.length_buckets,
+                                                self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
             raise ValueError("ClassifierTask has no eval_file")
-        return self._parsed(self._records(self.eval_file, input_context), batch_size, False)
+        dataset = self._parsed(self._records(self.eval_file, input_context), batch_size, False)
+        return length_buckets_lib.trim_dataset(dataset, self.length_buckets,
+                                               self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def per_example_loss(self, features_, outputs):
         return per_example_loss(outputs["logits"], features_["label_ids"], self.regression)

@@ -12,25 +12,11 @@ choices concatenated), `label_ids`, `is_real_example`, `level_ids` (0 middle, 1 
 `question_index` int64 scalars and `example_id` bytes (the article id).
 """
 
-import hashlib
-import os
-
 import tensorflow as tf
 
-from albert_tf import io_utils
+from albert_tf import feature_records
+from albert_tf.feature_records import bytes_feature, int64_feature
 from albert_tf.race import reader
-
-_RECORD_SUFFIXES = (".tf_record", ".tfrecord", ".tfrecords", ".record")
-
-
-def vocabulary_fingerprint(*paths):
-    """First 12 hex digits of the SHA-256 of the given vocabulary files (None entries skipped)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        if path:
-            with tf.io.gfile.GFile(path, "rb") as handle:
-                digest.update(handle.read())
-    return digest.hexdigest()[:12]
 
 
 def cache_key(split, levels, max_seq_length, max_qa_length, vocab_fingerprint, do_lower_case):
@@ -40,46 +26,24 @@ def cache_key(split, levels, max_seq_length, max_qa_length, vocab_fingerprint, d
             f"-vocab{vocab_fingerprint}")
 
 
-def cache_path(requested_path, default_dir, key):
-    """`<default_dir>/<key>.tf_record`, or with a requested path `<stem>.<key><suffix>` beside it
-    (`--train_file=/c/train.tf_record` → `/c/train.race-train-…-vocab1a2b….tf_record`)."""
-    if not requested_path:
-        return os.path.join(default_dir, key + ".tf_record")
-    stem, suffix = os.path.splitext(requested_path)
-    if suffix not in _RECORD_SUFFIXES:
-        stem, suffix = requested_path, ".tf_record"
-    return f"{stem}.{key}{suffix}"
-
-
-def _int_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
 def serialize(features):
     """One `tf.train.Example` for one `features.RaceFeatures`."""
     fields = {
-        "input_ids": _int_feature(id_ for choice in features.input_ids for id_ in choice),
-        "input_mask": _int_feature(m for choice in features.input_mask for m in choice),
-        "segment_ids": _int_feature(s for choice in features.segment_ids for s in choice),
-        "label_ids": _int_feature([features.label_id]),
-        "is_real_example": _int_feature([1]),
-        "level_ids": _int_feature([features.level_id]),
-        "question_index": _int_feature([features.question_index]),
-        "example_id": tf.train.Feature(
-            bytes_list=tf.train.BytesList(value=[features.example_id.encode("utf-8")])),
+        "input_ids": int64_feature(id_ for choice in features.input_ids for id_ in choice),
+        "input_mask": int64_feature(m for choice in features.input_mask for m in choice),
+        "segment_ids": int64_feature(s for choice in features.segment_ids for s in choice),
+        "label_ids": int64_feature([features.label_id]),
+        "is_real_example": int64_feature([1]),
+        "level_ids": int64_feature([features.level_id]),
+        "question_index": int64_feature([features.question_index]),
+        "example_id": bytes_feature([features.example_id.encode("utf-8")]),
     }
-    return tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
+    return feature_records.example_bytes(fields)
 
 
 def write(features_iterable, path):
     """Writes every feature to `path` atomically; returns the number written."""
-    count = 0
-    with io_utils.atomic_path(path) as temp:
-        with tf.io.TFRecordWriter(temp) as writer:
-            for features in features_iterable:
-                writer.write(serialize(features))
-                count += 1
-    return count
+    return feature_records.write_records(map(serialize, features_iterable), path)
 
 
 def _record_spec(max_seq_length):

@@ -12,7 +12,7 @@ import random
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import cli, progress, tokenization
+from albert_tf import cli, feature_records, progress, tokenization
 from albert_tf.race import cache, examples, features, reader
 
 TRAIN_SHUFFLE_SEED = 12345
@@ -32,10 +32,10 @@ class CacheSettings:
     default_dir: str = None
 
     def path(self, split, requested_path=None):
-        fingerprint = cache.vocabulary_fingerprint(self.spm_model_file, self.vocab_file)
+        fingerprint = feature_records.file_fingerprint(self.spm_model_file, self.vocab_file)
         key = cache.cache_key(split, self.levels, self.max_seq_length, self.max_qa_length,
                               fingerprint, self.do_lower_case)
-        return cache.cache_path(requested_path, self.default_dir, key)
+        return feature_records.keyed_path(requested_path, self.default_dir, key)
 
 
 def prepare_split(settings, split, requested_path=None):

@@ -95,10 +95,10 @@ class RaceTask(task_lib.Task):
         if not self.train_file:
             raise ValueError("RaceTask has no train_file")
         dataset = self._records(self.train_file, input_context).repeat()
-        dataset = dataset.shuffle(TRAIN_SHUFFLE_BUFFER).map(
+        examples = dataset.shuffle(TRAIN_SHUFFLE_BUFFER).map(
             self._parse, num_parallel_calls=tf.data.AUTOTUNE)
-        dataset = dataset.batch(batch_size, drop_remainder=True)
-        return self._trimmed(dataset).prefetch(tf.data.AUTOTUNE)
+        return length_buckets_lib.group_batches(examples, batch_size, self.length_buckets,
+                                                self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:

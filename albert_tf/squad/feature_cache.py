@@ -16,28 +16,18 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import cli, io_utils
+from albert_tf import cli, feature_records, io_utils
 from albert_tf.squad import features as features_lib
 from albert_tf.squad import records
 
 FORMAT_VERSION = 1
-_RECORD_SUFFIXES = (".tf_record", ".tfrecord", ".tfrecords", ".record")
-
-
-def file_fingerprint(path):
-    """First 12 hex digits of the SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with tf.io.gfile.GFile(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:12]
 
 
 def cache_key(input_file, spm_model_file, max_seq_length, doc_stride, max_query_length,
               do_lower_case, is_training):
     """The string that names a cache: readable flags plus a hash of everything it depends on."""
-    inputs = {"format": FORMAT_VERSION, "data": file_fingerprint(input_file),
-              "spm": file_fingerprint(spm_model_file)}
+    inputs = {"format": FORMAT_VERSION, "data": feature_records.file_fingerprint(input_file),
+              "spm": feature_records.file_fingerprint(spm_model_file)}
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
     split = "train" if is_training else "predict"
     case = "uncased" if do_lower_case else "cased"
@@ -50,11 +40,10 @@ def cache_paths(record_file, side_file, key):
 
     Without a side-file flag the JSON sits beside the TFRecord.
     """
-    stem, suffix = os.path.splitext(record_file)
-    if suffix not in _RECORD_SUFFIXES:
-        stem, suffix = record_file, ".tf_record"
-    side_stem = os.path.splitext(side_file)[0] if side_file else stem
-    return f"{stem}.{key}{suffix}", f"{side_stem}.{key}.json"
+    record_path = feature_records.keyed_path(record_file, None, key)
+    side_stem = (os.path.splitext(side_file)[0] if side_file
+                 else record_path[:record_path.rindex(f".{key}")])
+    return record_path, f"{side_stem}.{key}.json"
 
 
 def _feature_metadata(feature):
@@ -81,10 +70,8 @@ def _metadata_to_feature(entry):
 
 def write(features, key, record_path, side_path, is_training):
     """Writes the TFRecord, then the side file (the side file marks the cache complete)."""
-    with io_utils.atomic_path(record_path) as temp:
-        with tf.io.TFRecordWriter(temp) as writer:
-            for feature in features:
-                writer.write(records.serialize(feature, is_training))
+    feature_records.write_records((records.serialize(feature, is_training)
+                                   for feature in features), record_path)
     side = {"key": key, "num_features": len(features)}
     if not is_training:
         side["features"] = [_feature_metadata(f) for f in features]

@@ -7,23 +7,22 @@ Record layout (the original `FeatureWriter`): `unique_ids` int64 scalar; `input_
 
 import tensorflow as tf
 
+from albert_tf import feature_records
+from albert_tf.feature_records import int64_feature
+
 SEQUENCE_FIELDS = ("input_ids", "input_mask", "segment_ids", "p_mask")
 LABEL_FIELDS = ("start_positions", "end_positions", "is_impossible")
 
 
-def _ints(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
 def serialize(feature, is_training):
-    fields = {"unique_ids": _ints([feature.unique_id])}
+    fields = {"unique_ids": int64_feature([feature.unique_id])}
     for name in SEQUENCE_FIELDS:
-        fields[name] = _ints(getattr(feature, name))
+        fields[name] = int64_feature(getattr(feature, name))
     if is_training:
-        fields["start_positions"] = _ints([feature.start_position])
-        fields["end_positions"] = _ints([feature.end_position])
-        fields["is_impossible"] = _ints([int(feature.is_impossible)])
-    return tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
+        fields["start_positions"] = int64_feature([feature.start_position])
+        fields["end_positions"] = int64_feature([feature.end_position])
+        fields["is_impossible"] = int64_feature([int(feature.is_impossible)])
+    return feature_records.example_bytes(fields)
 
 
 def _spec(max_seq_length, is_training):

@@ -49,9 +49,9 @@ class SquadTask(task_lib.Task):
         if input_context is not None and input_context.num_input_pipelines > 1:
             dataset = dataset.shard(input_context.num_input_pipelines,
                                     input_context.input_pipeline_id)
-        return length_buckets_lib.trim_dataset(
-            dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER).batch(batch_size, drop_remainder=True),
-            self.length_buckets, self.max_seq_length)
+        return length_buckets_lib.group_batches(
+            dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER), batch_size, self.length_buckets,
+            self.max_seq_length)
 
     def per_example_loss(self, features, outputs):
         if self.version_2_with_negative:

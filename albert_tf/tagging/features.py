@@ -9,7 +9,8 @@ pieces are cut (counted and logged). `sentence_index` keys the outputs back to t
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import io_utils, progress, tokenization
+from albert_tf import progress, tokenization
+from albert_tf import feature_records
 from albert_tf.feature_records import int64_feature
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights")
@@ -56,14 +57,17 @@ def convert(sentence, index, word_pieces, label_map, max_seq_length):
 def write_records(sentences, word_pieces, label_map, max_seq_length, path):
     """Writes every sentence's record to `path` atomically; returns the words cut off."""
     cut = 0
-    with io_utils.atomic_path(path) as temp:
-        with tf.io.TFRecordWriter(temp) as writer:
-            converting = progress.track(enumerate(sentences), f"Converting sentences to {path}",
-                                        len(sentences), unit="sentences")
-            for index, sentence in converting:
-                example, kept = convert(sentence, index, word_pieces, label_map, max_seq_length)
-                cut += len(sentence.words) - kept
-                writer.write(example.SerializeToString())
+
+    def serialized():
+        nonlocal cut
+        converting = progress.track(enumerate(sentences), f"Converting sentences to {path}",
+                                    len(sentences), unit="sentences")
+        for index, sentence in converting:
+            example, kept = convert(sentence, index, word_pieces, label_map, max_seq_length)
+            cut += len(sentence.words) - kept
+            yield example.SerializeToString()
+
+    feature_records.write_records(serialized(), path)
     if cut:
         logging.warning("%s: %d words did not fit in --max_seq_length=%d and are not tagged "
                         "(nor scored)", path, cut, max_seq_length)

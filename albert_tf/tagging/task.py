@@ -48,8 +48,12 @@ class TaggingTask(task_lib.Task):
         dataset = dataset.batch(batch_size, drop_remainder=training).map(
             lambda records: features.parse(records, self.max_seq_length),
             num_parallel_calls=tf.data.AUTOTUNE)
-        dataset = length_buckets_lib.trim_dataset(dataset, self.length_buckets,
-                                                  self.max_seq_length)
+        if training:
+            dataset = length_buckets_lib.group_batches(dataset.unbatch(), batch_size,
+                                                       self.length_buckets, self.max_seq_length)
+        else:
+            dataset = length_buckets_lib.trim_dataset(dataset, self.length_buckets,
+                                                      self.max_seq_length)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def train_dataset(self, input_context, batch_size):

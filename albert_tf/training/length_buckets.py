@@ -7,10 +7,15 @@ scores, whose exponential underflows to exactly 0 in float32, and the heads read
 real tokens. So the trailing columns that are padding in every row can be cut off; the result
 differs from the padded run's by float rounding only.
 
-The batch keeps its examples and their order, so the global batch, the loss weighting,
-gradient accumulation and the order of predictions are those of the padded run. Cutting to a
-few bucket lengths rather than to the exact longest row keeps the number of distinct shapes
-small: with XLA or on TPU each shape is one compiled program.
+In evaluation and prediction a batch keeps its examples and their order, so the order of
+predictions is that of the padded run. In training, `group_batches` also fills each batch with
+examples of one bucket (after the shuffle, as Hugging Face's `group_by_length`), so a batch of
+short sentences runs at 16 or 32 positions instead of at the length of the longest sentence
+that happened to be drawn with them. Each batch still holds `batch_size` examples, so the global
+batch, the loss weighting and gradient accumulation are those of the padded run; only which
+examples share a batch changes. Cutting to a few bucket lengths rather than to the exact longest
+row keeps the number of distinct shapes small: with XLA or on TPU each shape is one compiled
+program.
 """
 
 import tensorflow as tf
@@ -97,3 +102,24 @@ def trim_dataset(dataset, buckets, max_seq_length, mask_key="input_mask"):
     return dataset.map(lambda features: trim_batch(features, buckets, keys, mask_key),
                        num_parallel_calls=tf.data.AUTOTUNE)
 
+
+def bucket_index(features, buckets, mask_key="input_mask"):
+    """The index (int64) of the smallest bucket that holds every real token of one example."""
+    table = tf.constant(buckets, tf.int32)
+    length = tf.reshape(batch_length(features[mask_key]), [1])
+    index = tf.searchsorted(table, length, side="left")[0]
+    return tf.cast(tf.minimum(index, len(buckets) - 1), tf.int64)
+
+
+def group_batches(examples, batch_size, buckets, max_seq_length, mask_key="input_mask"):
+    """Training batches of an endless stream of parsed examples (each padded to max_seq_length).
+
+    With `buckets`, every batch holds `batch_size` examples of one bucket and is cut to that
+    bucket's length; `buckets` None gives the original's plain fixed-length batches."""
+    if buckets is None:
+        return examples.batch(batch_size, drop_remainder=True)
+    grouped = examples.group_by_window(
+        key_func=lambda features: bucket_index(features, buckets, mask_key),
+        reduce_func=lambda _, window: window.batch(batch_size, drop_remainder=True),
+        window_size=batch_size)
+    return trim_dataset(grouped, buckets, max_seq_length, mask_key)
