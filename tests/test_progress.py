@@ -11,7 +11,7 @@ from albert_tf import progress, tokenization
 from albert_tf.glue import features as glue_features
 from albert_tf.glue.processors import InputExample
 from albert_tf.squad import features as squad_features
-from albert_tf.squad import reading
+from albert_tf.squad import reader
 from albert_tf.training import prediction
 
 
@@ -84,7 +84,7 @@ def test_squad_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
     squad_file.write_text('{"data": [{"title": "t", "paragraphs": [{"context": "The library '
                           'opened in 1901.", "qas": [{"id": "q1", "question": "When did it '
                           'open?", "answers": [{"text": "1901", "answer_start": 23}]}]}]}]}')
-    examples, _ = reading.read_squad_examples(str(squad_file), is_training=False)
+    examples, _ = reader.read_squad_examples(str(squad_file), is_training=False)
     tokenizer = tokenization.FullTokenizer(None, True, spm_model_file)
     squad_features.convert_examples_to_features(examples, tokenizer, 64, 32, 16, False, True)
     assert any(m.startswith("SQuAD: converting questions to features: done, 1 questions in ")

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import tokenization
-from albert_tf.squad import alignment, evaluation, feature_cache, features, reading, records
+from albert_tf.squad import alignment, metrics, feature_cache, features, reader, records
 
 SEQ, STRIDE, QUERY = 64, 16, 12
 
@@ -77,7 +77,7 @@ def _word_extended(context, start, text):
 
 
 def test_training_spans_recover_the_gold_answers_on_real_squad(real_data, tokenizer):
-    examples, report = reading.read_squad_examples(real_data["squad_v1_excerpt"], True)
+    examples, report = reader.read_squad_examples(real_data["squad_v1_excerpt"], True)
     assert len(examples) == 5 and not report.skipped
     feats, freport = features.convert_examples_to_features(
         examples, tokenizer, SEQ, STRIDE, QUERY, True, True)
@@ -93,14 +93,14 @@ def test_training_spans_recover_the_gold_answers_on_real_squad(real_data, tokeni
             assert text.startswith(gold)
             assert text in _word_extended(example.paragraph_text, example.start_position, gold)
         else:
-            assert evaluation.normalize_answer(text) == evaluation.normalize_answer(gold)
+            assert metrics.normalize_answer(text) == metrics.normalize_answer(gold)
 
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_training_spans_recover_answers_with_accents_commas_and_spaces(
         tmp_path, tokenizer, do_lower_case):
     path = _write(tmp_path, "hard.json", _squad_json(HARD_PARAGRAPHS))
-    examples, _ = reading.read_squad_examples(path, True)
+    examples, _ = reader.read_squad_examples(path, True)
     feats, report = features.convert_examples_to_features(
         examples, tokenizer, SEQ, STRIDE, QUERY, True, do_lower_case)
     assert not report.mismatched and not report.bad_answer_spans
@@ -109,8 +109,8 @@ def test_training_spans_recover_answers_with_accents_commas_and_spaces(
         (text,) = found[example.qas_id]
         # Recovered from the ORIGINAL characters: accents, commas and spacing survive.
         assert text == example.orig_answer_text
-        assert (evaluation.normalize_answer(text)
-                == evaluation.normalize_answer(example.orig_answer_text))
+        assert (metrics.normalize_answer(text)
+                == metrics.normalize_answer(example.orig_answer_text))
 
 
 @pytest.mark.parametrize("paragraph", [p for p, _ in HARD_PARAGRAPHS])
@@ -133,7 +133,7 @@ def test_alignment_reports_mismatch_for_text_the_pieces_do_not_spell():
 
 
 def test_feature_layout_segments_p_mask_unique_ids_and_windows(real_data, tokenizer):
-    examples, _ = reading.read_squad_examples(real_data["squad_v1_excerpt"], False)
+    examples, _ = reader.read_squad_examples(real_data["squad_v1_excerpt"], False)
     feats, _ = features.convert_examples_to_features(
         examples, tokenizer, SEQ, STRIDE, QUERY, False, True)
     assert [f.unique_id for f in feats] == list(range(1000000000, 1000000000 + len(feats)))
@@ -196,7 +196,7 @@ V2_FIXTURE = {
 def test_v2_unanswerable_questions_label_cls_and_answerable_windows_elsewhere(
         tmp_path, tokenizer):
     path = _write(tmp_path, "v2.json", V2_FIXTURE)
-    examples, _ = reading.read_squad_examples(path, True)
+    examples, _ = reader.read_squad_examples(path, True)
     assert [e.is_impossible for e in examples] == [False, True]
     assert examples[1].start_position == -1 and examples[1].orig_answer_text == ""
     feats, report = features.convert_examples_to_features(
@@ -217,7 +217,7 @@ def test_v2_unanswerable_questions_label_cls_and_answerable_windows_elsewhere(
 def test_long_question_is_truncated_and_counted(tmp_path, tokenizer):
     data = _squad_json([("Short context with an answer in it.", ["an answer"])])
     data["data"][0]["paragraphs"][0]["qas"][0]["question"] = " ".join(["why"] * 200)
-    examples, _ = reading.read_squad_examples(_write(tmp_path, "long.json", data), True)
+    examples, _ = reader.read_squad_examples(_write(tmp_path, "long.json", data), True)
     feats, report = features.convert_examples_to_features(
         examples, tokenizer, 32, 8, 12, True, True)
     assert report.truncated_questions == ["p0q0"]
@@ -247,15 +247,15 @@ def test_malformed_json_is_rejected_naming_file_and_path(tmp_path, mutate, messa
     mutate(data)
     path = _write(tmp_path, "bad.json", data)
     for is_training in (True, False):
-        with pytest.raises(reading.SquadFormatError, match=message):
-            reading.read_squad_examples(path, is_training)
+        with pytest.raises(reader.SquadFormatError, match=message):
+            reader.read_squad_examples(path, is_training)
 
 
 def test_not_json_and_missing_file_are_clear_errors(tmp_path):
-    with pytest.raises(reading.SquadFormatError, match=r"notjson\.json: not valid JSON"):
-        reading.read_squad_examples(_write(tmp_path, "notjson.json", "{oops"), False)
+    with pytest.raises(reader.SquadFormatError, match=r"notjson\.json: not valid JSON"):
+        reader.read_squad_examples(_write(tmp_path, "notjson.json", "{oops"), False)
     with pytest.raises(FileNotFoundError, match=r"absent\.json: SQuAD file not found"):
-        reading.read_squad_examples(str(tmp_path / "absent.json"), False)
+        reader.read_squad_examples(str(tmp_path / "absent.json"), False)
 
 
 def test_bad_answers_are_skipped_counted_and_named_without_stopping(tmp_path, caplog):
@@ -264,20 +264,20 @@ def test_bad_answers_are_skipped_counted_and_named_without_stopping(tmp_path, ca
     qas[0]["answers"][0]["answer_start"] += 3  # points at the wrong characters
     qas[1]["answers"] = []  # no answer, not marked impossible
     path = _write(tmp_path, "skips.json", data)
-    examples, report = reading.read_squad_examples(path, True)
+    examples, report = reader.read_squad_examples(path, True)
     assert set(report.skipped) == {"p1q0", "p1q1"}
     assert "does not point at the answer text '1,250,000'" in report.skipped["p1q0"]
     assert report.num_questions == 14 and len(examples) == 12
     assert "p1q0" in caplog.text and "skipped 2 of 14 questions" in caplog.text
     # Prediction does not need the answers: every question is kept.
-    examples, report = reading.read_squad_examples(path, False)
+    examples, report = reader.read_squad_examples(path, False)
     assert len(examples) == 14 and not report.skipped
 
 
 def test_feature_cache_round_trip_is_keyed_and_never_pickled(
         tmp_path, real_data, tokenizer, spm_model_file):
     squad = real_data["squad_v1_excerpt"]
-    examples, _ = reading.read_squad_examples(squad, False)
+    examples, _ = reader.read_squad_examples(squad, False)
     feats, _ = features.convert_examples_to_features(
         examples, tokenizer, SEQ, STRIDE, QUERY, False, True)
     key = feature_cache.cache_key(squad, spm_model_file, SEQ, STRIDE, QUERY, True, False)
@@ -323,7 +323,7 @@ def test_feature_cache_round_trip_is_keyed_and_never_pickled(
 
 def test_training_cache_records_carry_labels(tmp_path, tokenizer, spm_model_file):
     path = _write(tmp_path, "v2.json", V2_FIXTURE)
-    examples, _ = reading.read_squad_examples(path, True)
+    examples, _ = reader.read_squad_examples(path, True)
     feats, _ = features.convert_examples_to_features(examples, tokenizer, 32, 8, 12, True, True)
     key = feature_cache.cache_key(path, spm_model_file, 32, 8, 12, True, True)
     record_path, side_path = feature_cache.cache_paths(str(tmp_path / "train"), None, key)

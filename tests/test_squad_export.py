@@ -14,7 +14,7 @@ import pytest
 from albert_tf import tf_tokenization, tokenization
 from albert_tf.export import squad as squad_export
 from albert_tf.modeling import squad_heads
-from albert_tf.squad import features, postprocess, reading
+from albert_tf.squad import features, postprocess, reader
 
 from tests.test_squad_data import HARD_PARAGRAPHS, _squad_json
 from tests.conftest import brown_config
@@ -28,7 +28,7 @@ def setup(real_data, spm_model_file, tmp_path_factory):
     path.write_text(json.dumps(_squad_json(HARD_PARAGRAPHS)), encoding="utf-8")
     examples = []
     for squad_file in (real_data["squad_v1_excerpt"], str(path)):
-        examples += reading.read_squad_examples(squad_file, False)[0]
+        examples += reader.read_squad_examples(squad_file, False)[0]
     tokenizer = tokenization.FullTokenizer(None, True, spm_model_file)
     feats, _ = features.convert_examples_to_features(examples, tokenizer, SEQ, STRIDE, QUERY,
                                                      False, True)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from albert_tf.squad import evaluation, features, postprocess, reading
+from albert_tf.squad import metrics, features, postprocess, reader
 
 PARAGRAPH = "red fish and red fish"
 # Word pieces and their characters: red(0-2) fish(4-7) and(9-11) red(13-15) fish(17-20).
@@ -24,7 +24,7 @@ def _feature(unique_id, example_index=0, max_context=(2, 3, 4, 5, 6)):
 
 
 def _example(qid="q1"):
-    return reading.SquadExample(qas_id=qid, question_text="?", paragraph_text=PARAGRAPH)
+    return reader.SquadExample(qas_id=qid, question_text="?", paragraph_text=PARAGRAPH)
 
 
 START = np.array([10, 0, 5, 0, 0, 4.9, 0, 0], np.float32)
@@ -119,7 +119,7 @@ def test_output_files_have_the_official_formats(tmp_path):
     dataset = [{"paragraphs": [{"context": PARAGRAPH, "qas": [
         {"id": "q1", "question": "?", "answers": [{"text": "red fish", "answer_start": 0}]},
         {"id": "q2", "question": "?", "answers": []}]}]}]
-    scored = evaluation.evaluate_v2(dataset, loaded["predictions"], loaded["null_odds"], 2.0)
+    scored = metrics.evaluate_v2(dataset, loaded["predictions"], loaded["null_odds"], 2.0)
     assert scored["exact"] == 100.0 and scored["best_f1_thresh"] == 1.5
     v1_predictions, v1_nbest = postprocess.predict_v1(
         examples[:1], feats[:1], [postprocess.RawResultV1(1, START, END)], 3, 30)

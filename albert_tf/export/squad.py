@@ -243,7 +243,7 @@ def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_t
 
 def export_from_checkpoint(options, checkpoint_path, export_dir, null_threshold=None,
                            include_text=True):
-    """Exports the model of a `squad.runner.SquadRun`; returns {"saved_model", "tflite"}.
+    """Exports the model of a `squad.run.SquadRun`; returns {"saved_model", "tflite"}.
     `include_text=False` leaves out the raw-text `answer` signature, the only one with
     tensorflow_text's custom ops, so stock TF Serving can load the SavedModel."""
     albert_config = AlbertConfig.from_json_file(options.albert_config_file)

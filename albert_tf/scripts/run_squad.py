@@ -17,7 +17,7 @@ from absl import app, flags, logging
 
 from albert_tf import cli
 from albert_tf import checkpoints
-from albert_tf.squad import runner
+from albert_tf.squad import run as squad_run
 from albert_tf.training import flags as training_flags
 
 FLAGS = flags.FLAGS
@@ -95,7 +95,7 @@ def define_flags(flag_values=FLAGS):
 
 
 def run_options(flag_values):
-    return cli.dataclass_from_flags(runner.SquadRun, flag_values)
+    return cli.dataclass_from_flags(squad_run.SquadRun, flag_values)
 
 
 def run(flag_values):
@@ -109,7 +109,7 @@ def run(flag_values):
     options = run_options(flag_values)
     results = None
     if options.do_train or options.do_predict:
-        results = runner.run(options, training_flags.strategy_from_flags(flag_values),
+        results = squad_run.run(options, training_flags.strategy_from_flags(flag_values),
                              training_flags.training_config_from_flags(
                                  flag_values, num_train_steps=1, num_warmup_steps=0))
     if flag_values.export_dir:

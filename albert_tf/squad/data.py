@@ -13,7 +13,7 @@ import random
 from absl import logging
 
 from albert_tf import cli
-from albert_tf.squad import feature_cache, features, reading
+from albert_tf.squad import feature_cache, features, reader
 
 TRAIN_SHUFFLE_SEED = 12345  # the original shuffles the training examples once with this seed
 
@@ -70,7 +70,7 @@ def _require_examples(examples, input_file, flag_name):
 
 def read_training_examples(train_file):
     """Training examples in the original's shuffled order."""
-    examples, _ = reading.read_squad_examples(train_file, is_training=True)
+    examples, _ = reader.read_squad_examples(train_file, is_training=True)
     _require_examples(examples, train_file, "--train_file")
     random.Random(TRAIN_SHUFFLE_SEED).shuffle(examples)
     return examples
@@ -94,8 +94,8 @@ def prepare_training_records(train_file, tokenizer, spm_model_file, options, out
 def prepare_predict_set(input_file, tokenizer, spm_model_file, options, output_dir, name,
                         predict_feature_file=None, predict_feature_left_file=None):
     """`name` ("eval", "threshold") names the default cache files in `output_dir`."""
-    dataset = reading.load_squad_json(input_file)
-    examples, _ = reading.read_squad_examples(input_file, is_training=False)
+    dataset = reader.load_squad_json(input_file)
+    examples, _ = reader.read_squad_examples(input_file, is_training=False)
     _require_examples(examples, input_file, "--predict_file" if name == "eval"
                       else f"--{name}_predict_file")
     key = _key(input_file, spm_model_file, options, False)

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.squad import evaluation, postprocess, records
+from albert_tf.squad import metrics, postprocess, records
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import prediction
 
@@ -108,11 +108,11 @@ class SquadEvaluator:
     def evaluate(self, model, output_dir):
         if not self.version_2:
             predictions = self._write_v1(model, output_dir)
-            return dict(evaluation.evaluate_v1(self.predict_set.dataset, predictions))
+            return dict(metrics.evaluate_v1(self.predict_set.dataset, predictions))
         best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
         threshold, source = self._choose_threshold(model, best_texts, null_odds)
         predictions = self._write_v2(output_dir, best_texts, nbest, null_odds, threshold)
-        results = dict(evaluation.evaluate_v2(self.predict_set.dataset, predictions))
+        results = dict(metrics.evaluate_v2(self.predict_set.dataset, predictions))
         results["null_score_diff_threshold"] = threshold
         results["null_threshold_chosen_on"] = source
         return results
@@ -140,9 +140,9 @@ class SquadEvaluator:
             source = f"threshold_predict_file {labelled.input_file}"
         else:
             labelled, source = self.predict_set, TUNED_ON_PREDICT_SET
-        _, f1_raw = evaluation.get_raw_scores(labelled.dataset, best_texts)
-        _, threshold = evaluation.find_best_thresh(
-            best_texts, f1_raw, null_odds, evaluation.make_qid_to_has_ans(labelled.dataset),
+        _, f1_raw = metrics.get_raw_scores(labelled.dataset, best_texts)
+        _, threshold = metrics.find_best_thresh(
+            best_texts, f1_raw, null_odds, metrics.make_qid_to_has_ans(labelled.dataset),
             initial_thresh=float("-inf"))
         threshold = midpoint_threshold(threshold, null_odds.values())
         logging.info("No-answer threshold %.6g chosen on %s", threshold, source)
