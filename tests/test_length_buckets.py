@@ -81,6 +81,18 @@ def _logits_and_gradients(model, features, labels):
     return logits, tape.gradient(loss, model.trainable_variables)
 
 
+def _assert_same_logits_and_gradients(model, cut, padded, labels):
+    """`cut` (a trimmed batch) and `padded` (the same examples at full length) agree ≤ 1e-5."""
+    cut_logits, cut_gradients = _logits_and_gradients(model, cut, labels)
+    padded_logits, padded_gradients = _logits_and_gradients(model, padded, labels)
+    np.testing.assert_allclose(cut_logits, padded_logits, atol=1e-5)
+    for cut_gradient, padded_gradient, variable in zip(cut_gradients, padded_gradients,
+                                                       model.trainable_variables):
+        np.testing.assert_allclose(tf.convert_to_tensor(cut_gradient),
+                                   tf.convert_to_tensor(padded_gradient), atol=1e-5,
+                                   err_msg=variable.path)
+
+
 def test_logits_and_update_equal_the_padded_run(tiny_config):
     """The same batch, padded to 64 and trimmed to its bucket: logits and gradients agree."""
     model = classifier.AlbertClassifier(tiny_config, num_labels=3, dropout_rate=0.0)
@@ -90,14 +102,7 @@ def test_logits_and_update_equal_the_padded_run(tiny_config):
         tf.data.Dataset.from_tensors(batch), (16, 32, 64), 64)))
     assert trimmed["input_ids"].shape[1] == 32
 
-    padded_logits, padded_gradients = _logits_and_gradients(model, batch, labels)
-    trimmed_logits, trimmed_gradients = _logits_and_gradients(model, trimmed, labels)
-    np.testing.assert_allclose(trimmed_logits, padded_logits, atol=1e-5)
-    for padded, trimmed_gradient, variable in zip(padded_gradients, trimmed_gradients,
-                                                  model.trainable_variables):
-        np.testing.assert_allclose(tf.convert_to_tensor(trimmed_gradient),
-                                   tf.convert_to_tensor(padded), atol=1e-5,
-                                   err_msg=variable.path)
+    _assert_same_logits_and_gradients(model, trimmed, batch, labels)
 
 
 def _examples(count, seed=1):
@@ -129,14 +134,7 @@ def test_grouped_batch_update_equals_the_same_examples_padded(tiny_config):
     grouped = next(iter(length_buckets.group_batches(examples, 4, (16, 32, 64), 64)))
     padded = {key: tf.gather(value, grouped["label_ids"]) for key, value in batch.items()}
     labels = grouped["label_ids"] % 3
-    grouped_logits, grouped_gradients = _logits_and_gradients(model, grouped, labels)
-    padded_logits, padded_gradients = _logits_and_gradients(model, padded, labels)
-    np.testing.assert_allclose(grouped_logits, padded_logits, atol=1e-5)
-    for grouped_gradient, padded_gradient, variable in zip(grouped_gradients, padded_gradients,
-                                                           model.trainable_variables):
-        np.testing.assert_allclose(tf.convert_to_tensor(grouped_gradient),
-                                   tf.convert_to_tensor(padded_gradient), atol=1e-5,
-                                   err_msg=variable.path)
+    _assert_same_logits_and_gradients(model, grouped, padded, labels)
 
 
 def test_off_batches_in_order_at_full_length():
