@@ -317,7 +317,7 @@ def test_every_original_flag_exists_with_its_default():
     for name, default in new.items():
         assert flag_values[name].default == default, name
     # Every run option comes from a flag of the same name.
-    assert all(name in flag_values for name in run_squad.run.SquadRun.__dataclass_fields__)
+    assert all(name in flag_values for name in run_squad.squad_run.SquadRun.__dataclass_fields__)
 
 
 def _unlabelled(path, out_path):
