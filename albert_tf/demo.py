@@ -24,7 +24,6 @@ from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
 
 
-
 def define_flags(flag_values):
     """The demo's flags, on `flag_values` (nothing is defined at import)."""
     define = cli.Definer(flag_values)

@@ -16,10 +16,9 @@ from albert_tf import cli
 from albert_tf import vocab
 
 DEFAULTS = vocab.ALBERT_SPM_DEFAULTS
-FLAGS = flags.FLAGS
 
 
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     define.string("input", None, "Text files: comma-separated globs, one sentence per line.")

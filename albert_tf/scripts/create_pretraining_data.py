@@ -15,10 +15,8 @@ from albert_tf import cli
 from albert_tf.pretraining import create_data
 from albert_tf.pretraining import options as options_lib
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     define.string("input_file", None, "Input raw text file (or comma-separated list of files "

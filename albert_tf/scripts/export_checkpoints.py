@@ -11,10 +11,8 @@ from absl import flags
 from albert_tf import cli
 from albert_tf.export import pretrained
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     define.string("albert_directory", None,

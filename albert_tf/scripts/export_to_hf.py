@@ -15,10 +15,8 @@ from absl import flags, logging
 from albert_tf import cli, hf_format
 from albert_tf.config import AlbertConfig
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     define.string("albert_config_file", None, "The checkpoint's albert_config.json.")

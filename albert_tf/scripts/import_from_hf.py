@@ -14,10 +14,8 @@ from absl import flags, logging
 
 from albert_tf import cli, hf_format
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     define.string("hf_model_dir", None, "A local Hugging Face ALBERT model folder.")

@@ -17,10 +17,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import file_patterns, outputs, task as pretraining_task
 from albert_tf.training import driver, flags as training_flags
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     define.string("albert_config_file", None, "The config json file corresponding to the "

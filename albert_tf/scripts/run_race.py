@@ -25,10 +25,8 @@ from albert_tf.race import run as race_run
 from albert_tf.training import fine_tuning
 from albert_tf.training import flags as training_flags
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     training_flags.define_fine_tuning_flags(

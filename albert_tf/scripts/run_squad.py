@@ -20,10 +20,8 @@ from albert_tf import checkpoints
 from albert_tf.squad import run as squad_run
 from albert_tf.training import flags as training_flags
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Defines the flags on `flag_values` (tests pass their own FlagValues)."""
     def define(kind, *args, **kwargs):
         getattr(flags, f"DEFINE_{kind}")(*args, flag_values=flag_values, **kwargs)

@@ -11,7 +11,7 @@ shared fine-tuning flow, with run_classifier.py's flag names.
 columns of CoNLL files), a blank line between sentences.
 """
 
-from absl import app, flags
+from absl import app
 import keras
 
 from albert_tf import cli
@@ -20,10 +20,8 @@ from albert_tf.tagging import run as tagging_run
 from albert_tf.training import fine_tuning
 from albert_tf.training import flags as training_flags
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     training_flags.define_fine_tuning_flags(
         data_dir_help="Directory of train.txt, dev.txt and test.txt (`token tag` lines, a "

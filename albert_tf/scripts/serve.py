@@ -17,10 +17,8 @@ from absl import logging
 from albert_tf import cli
 from albert_tf import serving
 
-FLAGS = flags.FLAGS
 
-
-def define_flags(flag_values=FLAGS):
+def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
     define.string("export_dir", None, "Export directory: a SavedModel or numeric version subdirectories.")
