@@ -1,4 +1,5 @@
-"""SQuAD answer prediction of one model on one device, on 2 logical CPUs, and bucketed.
+"""SQuAD answer prediction of one model on one device, on 2 logical CPUs, and bucketed (with the
+same weights in a model that also skips padding inside each batch, as the bucketed task builds).
 
 Run by tests/test_squad_prediction.py in a fresh process (logical devices must be set before
 TensorFlow starts): `squad_distributed.py <squad.json> <spm model> <out dir>`. Prints one
@@ -28,6 +29,7 @@ CONFIG = dict(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_lay
 
 
 def main(squad_file, spm_model_file, output_dir):
+    buckets = (16, 32, SEQ)
     for name in ("one_device", "mirrored", "mirrored_bucketed"):
         os.makedirs(os.path.join(output_dir, name), exist_ok=True)
     keras.utils.set_random_seed(3)
@@ -35,25 +37,30 @@ def main(squad_file, spm_model_file, output_dir):
     task = squad_task.SquadTask(AlbertConfig(**CONFIG), True, SEQ, dropout_prob=0.0)
     with mirrored.scope():
         model = task.build_model(mirrored)
+        skipping_model = squad_task.SquadTask(AlbertConfig(**CONFIG), True, SEQ, dropout_prob=0.0,
+                                              length_buckets=buckets).build_model(mirrored)
+    assert skipping_model.encoder.skip_padding and not model.encoder.skip_padding
+    for source, target in zip(model.weights, skipping_model.weights):
+        target.assign(source)
     tokenizer = tokenization.FullTokenizer.from_scratch(None, True, spm_model_file)
     predict_set = data.prepare_predict_set(
         squad_file, tokenizer, spm_model_file, data.FeatureOptions(SEQ, 32, 16, True),
         output_dir, "eval")
-    ways = {"one_device": dict(strategy=tf.distribute.get_strategy()),
-            "mirrored": dict(strategy=mirrored),
-            "mirrored_bucketed": dict(strategy=mirrored, length_buckets=(16, 32, SEQ))}
+    ways = {"one_device": (model, dict(strategy=tf.distribute.get_strategy())),
+            "mirrored": (model, dict(strategy=mirrored)),
+            "mirrored_bucketed": (skipping_model, dict(strategy=mirrored, length_buckets=buckets))}
     results = {"features": len(predict_set.features)}
-    for name, settings in ways.items():
+    for name, (way_model, settings) in ways.items():
         # batch 5: the last global batch is split unevenly over the two replicas.
         evaluator = prediction.SquadEvaluator(predict_set, True, SEQ, 5, fixed_threshold=0.0,
                                               **settings)
-        raw = evaluator.raw_results(model, predict_set)
+        raw = evaluator.raw_results(way_model, predict_set)
         results[name] = {
             "unique_ids": [r.unique_id for r in raw],
             "start_top_log_probs": [r.start_top_log_probs.tolist() for r in raw],
             "end_top_index": [r.end_top_index.tolist() for r in raw],
             "cls_logits": [r.cls_logits for r in raw],
-            "scores": evaluator.evaluate(model, f"{output_dir}/{name}")}
+            "scores": evaluator.evaluate(way_model, f"{output_dir}/{name}")}
     print("RESULT " + json.dumps(results, default=float))
 
 

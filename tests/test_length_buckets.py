@@ -81,9 +81,10 @@ def _logits_and_gradients(model, features, labels):
     return logits, tape.gradient(loss, model.trainable_variables)
 
 
-def _assert_same_logits_and_gradients(model, cut, padded, labels):
-    """`cut` (a trimmed batch) and `padded` (the same examples at full length) agree ≤ 1e-5."""
-    cut_logits, cut_gradients = _logits_and_gradients(model, cut, labels)
+def _assert_same_logits_and_gradients(model, cut, padded, labels, cut_model=None):
+    """`cut` (a trimmed batch, run by `cut_model`, default `model`) and `padded` (the same
+    examples at full length, run by `model`) agree ≤ 1e-5."""
+    cut_logits, cut_gradients = _logits_and_gradients(cut_model or model, cut, labels)
     padded_logits, padded_gradients = _logits_and_gradients(model, padded, labels)
     np.testing.assert_allclose(cut_logits, padded_logits, atol=1e-5)
     for cut_gradient, padded_gradient, variable in zip(cut_gradients, padded_gradients,
@@ -91,6 +92,14 @@ def _assert_same_logits_and_gradients(model, cut, padded, labels):
         np.testing.assert_allclose(tf.convert_to_tensor(cut_gradient),
                                    tf.convert_to_tensor(padded_gradient), atol=1e-5,
                                    err_msg=variable.path)
+
+
+def _skipping_copy(model, config):
+    """A classifier with `model`'s weights whose encoder skips padding (`modeling.packing`)."""
+    copy = classifier.AlbertClassifier(config, num_labels=3, dropout_rate=0.0, skip_padding=True)
+    for source, target in zip(model.weights, copy.weights):
+        target.assign(source)
+    return copy
 
 
 def test_logits_and_update_equal_the_padded_run(tiny_config):
@@ -103,6 +112,8 @@ def test_logits_and_update_equal_the_padded_run(tiny_config):
     assert trimmed["input_ids"].shape[1] == 32
 
     _assert_same_logits_and_gradients(model, trimmed, batch, labels)
+    _assert_same_logits_and_gradients(model, trimmed, batch, labels,
+                                      cut_model=_skipping_copy(model, tiny_config))
 
 
 def _examples(count, seed=1):
@@ -135,6 +146,8 @@ def test_grouped_batch_update_equals_the_same_examples_padded(tiny_config):
     padded = {key: tf.gather(value, grouped["label_ids"]) for key, value in batch.items()}
     labels = grouped["label_ids"] % 3
     _assert_same_logits_and_gradients(model, grouped, padded, labels)
+    _assert_same_logits_and_gradients(model, grouped, padded, labels,
+                                      cut_model=_skipping_copy(model, tiny_config))
 
 
 def test_off_batches_in_order_at_full_length():

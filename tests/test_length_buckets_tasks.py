@@ -22,6 +22,11 @@ def config():
                         num_attention_heads=4, intermediate_size=37, max_position_embeddings=SEQ)
 
 
+def _copy_weights(source, target):
+    for source_variable, target_variable in zip(source.weights, target.weights):
+        target_variable.assign(source_variable)
+
+
 def _sst2_dev(glue_dir, real_data):
     """40 real movie-review sentences of under 15 words: most batches fit 16 or 32 of 64."""
     lines = ["sentence\tlabel"]
@@ -38,7 +43,7 @@ def _sst2_dev(glue_dir, real_data):
 
 def test_glue_bucketed_predictions_equal_padded(tmp_path, config, spm_model_file, real_data):
     _sst2_dev(tmp_path / "glue", real_data)
-    model = None
+    padded_model = None
     results = {}
     for buckets in (None, BUCKETS):
         job = glue_run.ClassifierJob("sst-2", str(tmp_path / "glue"), str(tmp_path / "out"),
@@ -47,7 +52,12 @@ def test_glue_bucketed_predictions_equal_padded(tmp_path, config, spm_model_file
         path, examples = job.records("dev")
         task = glue_task.ClassifierTask(config, "sst-2", 2, SEQ, eval_file=path,
                                         length_buckets=buckets)
-        model = model or task.build_model(tf.distribute.get_strategy())
+        model = task.build_model(tf.distribute.get_strategy())  # bucketed: skips padding too
+        assert model.encoder.skip_padding == (buckets is not None)
+        if padded_model is None:
+            padded_model = model
+        else:
+            _copy_weights(padded_model, model)
         dataset = task.eval_dataset(None, 8)
         lengths = {int(batch["input_ids"].shape[1]) for batch in dataset}
         arrays = glue_task.predict_arrays(model, dataset, regression=False)
@@ -74,10 +84,13 @@ def test_race_bucketed_predictions_equal_padded(tmp_path, spm_model_file):
     padded_task = race_task.RaceTask(config, seq)
     bucketed_task = race_task.RaceTask(config, seq, length_buckets=(16, 32, 64, 128, 256))
     model = padded_task.build_model(strategy)
+    skipping_model = bucketed_task.build_model(strategy)
+    assert skipping_model.encoder.skip_padding and not model.encoder.skip_padding
+    _copy_weights(model, skipping_model)
     shapes = {tuple(batch["input_ids"].shape) for batch in bucketed_task.dataset_of(path, 4)}
     assert all(shape[-1] < seq for shape in shapes), shapes
     padded = race_task.Predictor(padded_task, model, strategy)(path, batch_size=4)
-    bucketed = race_task.Predictor(bucketed_task, model, strategy)(path, batch_size=4)
+    bucketed = race_task.Predictor(bucketed_task, skipping_model, strategy)(path, batch_size=4)
     np.testing.assert_allclose(bucketed["logits"], padded["logits"], atol=1e-5)
     np.testing.assert_array_equal(bucketed["predictions"], padded["predictions"])
     np.testing.assert_array_equal(bucketed["label_ids"], padded["label_ids"])

@@ -29,7 +29,10 @@ inputs of different shapes and sequences longer than max_position_embeddings
 `text` and `serving_default` run the model on the batch cut to its longest row rounded up to a
 length bucket (`training.length_buckets`: powers of two from 16, then max_seq_length), not on
 max_seq_length columns of padding: the outputs are the padded batch's (padding is masked out)
-and a short request costs a short sequence. `ids` takes whatever length the client sends.
+and a short request costs a short sequence. `ids` takes whatever length the client sends. Inside
+the model, every signature also skips the padding within the batch (`modeling.packing`): the
+dense layers see only real tokens, so a batch of one long and 31 short sentences costs little
+more than its real tokens.
 
 Every signature returns `probabilities` [B, num_labels] float32 (softmax; for sts-b the raw
 [B, 1] score, as the original), `predictions` [B] (int32 class index; float32 score for sts-b)
@@ -61,7 +64,7 @@ def load_classifier(albert_config, num_labels, checkpoint_path, precision="float
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
     try:
-        model = classifier.AlbertClassifier(albert_config, num_labels)
+        model = classifier.AlbertClassifier(albert_config, num_labels, skip_padding=True)
     finally:
         keras.config.set_dtype_policy(previous)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,

@@ -9,7 +9,8 @@ The original run_race.py had no export. Signatures:
                    with the run's max_seq_length / max_qa_length. Only with a SentencePiece
                    model.
 Both return `logits` [batch, 4] float32 (the choice scores), `probabilities` [batch, 4] float32
-(their softmax) and `predictions` [batch] int32 (0..3 for A..D).
+(their softmax) and `predictions` [batch] int32 (0..3 for A..D). The model skips the padding
+inside each batch (`modeling.packing`): its dense layers see only real tokens.
 The SavedModel goes to `<export_dir>/<version>/` with a numeric version (seconds since the epoch,
 as the original estimator exports; TF Serving serves the highest), written under a temporary
 name and renamed when complete.
@@ -64,7 +65,8 @@ def serving_archive(model, text_encoder=None):
 
 def load_model(albert_config, checkpoint_path):
     """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint."""
-    model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES)
+    model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES,
+                                                 skip_padding=True)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               "a fine-tuned RACE checkpoint")
     return model

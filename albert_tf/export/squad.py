@@ -67,7 +67,8 @@ def load_squad_model(albert_config, checkpoint_path, version_2_with_negative, st
                      end_n_top=5, use_einsum=True):
     """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint."""
     model = squad_heads.build_squad_model(albert_config, version_2_with_negative, start_n_top,
-                                          end_n_top, use_einsum=use_einsum)
+                                          end_n_top, use_einsum=use_einsum,
+                                          skip_padding=version_2_with_negative)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               f"a fine-tuned SQuAD {'v2' if version_2_with_negative else 'v1'} "
                               "checkpoint")

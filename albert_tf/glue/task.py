@@ -64,7 +64,8 @@ class ClassifierTask(task_lib.Task):
     def build_model(self, strategy):
         return classifier.AlbertClassifier(
             self.albert_config, self.num_labels, dropout_rate=CLASSIFIER_DROPOUT,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
+            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
 
     def _records(self, path, input_context):
         dataset = tf.data.TFRecordDataset(path)

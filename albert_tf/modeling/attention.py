@@ -3,7 +3,8 @@
 q/k/v kernels are stored [H, N·D] and the output kernel [N·D, H] (checkpoint shapes [H, H]); the
 einsum path views them as [H,N,D] / [N,D,H] ("BFH,HND->BFND", "BFND,NDH->BFH"), the matmul path
 reshapes activations instead, so its graph has no Einsum op. Keys are masked by adding
-(1 − mask)·−10000 to the float32 logits; the softmax runs in float32.
+(1 − mask)·−10000 to the float32 logits; the softmax runs in float32. Given a `packing.Packing`,
+inputs and outputs are the batch's real tokens [N, H] (see `packing`), always on the matmul path.
 """
 
 import collections
@@ -48,9 +49,12 @@ class SelfAttention(keras.layers.Layer):
         self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.built = True  # every variable exists already
 
-    def _heads(self, inputs, kernel, bias):
-        """[B,S,H] → [B,S,N,D]."""
+    def _heads(self, inputs, kernel, bias, packing):
+        """[B,S,H] (or packed [N,H]) → [B,S,N,D]."""
         heads = (self.num_heads, self.head_size)
+        if packing is not None:
+            projected = packing.unpack(tf.nn.bias_add(tf.matmul(inputs, kernel), bias))
+            return tf.reshape(projected, (packing.batch_size, packing.length, *heads))
         if self.use_einsum:
             return (tf.einsum("BFH,HND->BFND", inputs, tf.reshape(kernel, (self.hidden_size, *heads)))
                     + tf.reshape(bias, heads))
@@ -71,23 +75,27 @@ class SelfAttention(keras.layers.Layer):
             return tf.einsum("BNFT,BTND->BFND", probs, value)
         return tf.transpose(tf.matmul(probs, tf.transpose(value, (0, 2, 1, 3))), (0, 2, 1, 3))
 
-    def _output(self, context):
-        """[B,S,N,D] → [B,S,H] through `output/dense`."""
-        if self.use_einsum:
+    def _output(self, context, packing):
+        """[B,S,N,D] → [B,S,H] (packed: [N,H]) through `output/dense`."""
+        if self.use_einsum and packing is None:
             kernel = tf.reshape(self.output_kernel, (self.num_heads, self.head_size, self.hidden_size))
             return tf.einsum("BFND,NDH->BFH", context, kernel) + self.output_bias
+        flat = tf.reshape(context, (-1, self.hidden_size))
+        if packing is not None:
+            flat = packing.pack(flat)
+        flat = tf.nn.bias_add(tf.matmul(flat, self.output_kernel), self.output_bias)
+        if packing is not None:
+            return flat
         batch_size, length = tf.shape(context)[0], tf.shape(context)[1]
-        flat = tf.nn.bias_add(tf.matmul(tf.reshape(context, (-1, self.hidden_size)), self.output_kernel),
-                              self.output_bias)
         return tf.reshape(flat, (batch_size, length, self.hidden_size))
 
-    def call(self, inputs, input_mask, training=False):
+    def call(self, inputs, input_mask, training=False, packing=None):
         adder = attention_adder(input_mask)
-        query = self._heads(inputs, self.query_kernel, self.query_bias)
-        key = self._heads(inputs, self.key_kernel, self.key_bias)
-        value = self._heads(inputs, self.value_kernel, self.value_bias)
+        query = self._heads(inputs, self.query_kernel, self.query_bias, packing)
+        key = self._heads(inputs, self.key_kernel, self.key_bias, packing)
+        value = self._heads(inputs, self.value_kernel, self.value_bias, packing)
         context = self._attend(query, key, value, adder, training)
-        return self.output_dropout(self._output(context), training=training)
+        return self.output_dropout(self._output(context, packing), training=training)
 
     def checkpoint_variables(self):
         return collections.OrderedDict([

@@ -19,15 +19,16 @@ class AlbertClassifier(saving.ConfigSerializable, keras.Model):
     """`model(inputs, training)` → {"logits": [B, num_labels] float32, "pooled_output": [B, H]}."""
 
     def __init__(self, config, num_labels, dropout_rate=0.1, use_one_hot_embeddings=False,
-                 use_einsum=False, **kwargs):
+                 use_einsum=False, skip_padding=False, **kwargs):
         super().__init__(**kwargs)
         self._record_arguments(config, num_labels=num_labels, dropout_rate=dropout_rate,
                                use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
+                               use_einsum=use_einsum, skip_padding=skip_padding)
         self.config = config
         self.num_labels = num_labels
         self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
+            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
+            name="bert")
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=layers.float32_policy(self.dtype_policy))
         self.head = layers.ClassificationHead(config.hidden_size, num_labels, HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="output")

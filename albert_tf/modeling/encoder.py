@@ -12,6 +12,10 @@ blocks of group `config.group_index(l)`; each group has `inner_group_num` blocks
 so a released model (G = K = 1) applies one block L times. Dropout is active only with
 training=True. Under a Keras mixed policy (`mixed_bfloat16`, `mixed_float16`) matrix products run
 in half precision while LayerNorm, softmax and every output are float32.
+
+`skip_padding=True` (CPUs and GPUs; always MatMul ops) runs the blocks on the batch's real tokens
+alone (`packing`): the same outputs at real positions up to float rounding, zeros at padding
+positions, and no work spent on padding.
 """
 
 import collections
@@ -19,18 +23,20 @@ import collections
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import embeddings, layers, saving, transformer
+from albert_tf.modeling import embeddings, layers, packing, saving, transformer
 
 
 @saving.register
 class AlbertEncoder(saving.ConfigSerializable, keras.Model):
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, skip_padding=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
+                               use_einsum=use_einsum, skip_padding=skip_padding)
         config.validate()
         self.config = config
+        self.skip_padding = skip_padding
         self.embeddings = embeddings.AlbertEmbeddings(
             config, use_one_hot_embeddings, dtype=self.dtype_policy, name="embeddings")
         self.embedding_projection = None
@@ -62,14 +68,16 @@ class AlbertEncoder(saving.ConfigSerializable, keras.Model):
         if segment_ids is None:
             segment_ids = tf.zeros_like(input_ids)
         embedding_output = self.embeddings(input_ids, segment_ids, training=training)
-        hidden = embedding_output
+        packed = packing.Packing(input_mask) if self.skip_padding else None
+        hidden = embedding_output if packed is None else packed.pack(embedding_output)
         if self.embedding_projection is not None:
             hidden = self.embedding_projection(hidden)
         encoder_outputs = []
         for layer_index in range(self.config.num_hidden_layers):
             for block in self.groups[self.config.group_index(layer_index)]:
-                hidden = block(hidden, input_mask, training=training)
-                encoder_outputs.append(hidden)
+                hidden = block(hidden, input_mask, training=training, packing=packed)
+                encoder_outputs.append(hidden if packed is None else packed.unpack(hidden))
+        hidden = encoder_outputs[-1]
         pooled_output = tf.cast(self.pooler(hidden[:, 0]), tf.float32)
         return {
             "sequence_output": hidden,

@@ -23,15 +23,16 @@ class AlbertMultipleChoice(saving.ConfigSerializable, keras.Model):
     "probabilities": [B, C] float32}."""
 
     def __init__(self, config, num_choices=4, dropout_prob=0.1, use_one_hot_embeddings=False,
-                 use_einsum=False, **kwargs):
+                 use_einsum=False, skip_padding=False, **kwargs):
         super().__init__(**kwargs)
         self._record_arguments(config, num_choices=num_choices, dropout_prob=dropout_prob,
                                use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
+                               use_einsum=use_einsum, skip_padding=skip_padding)
         self.config = config
         self.num_choices = num_choices
         self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
+            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
+            name="bert")
         self.dropout = keras.layers.Dropout(dropout_prob, dtype=self.dtype_policy)
         self.head = layers.ClassificationHead(config.hidden_size, 1, HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="output")

@@ -33,13 +33,15 @@ MASKED_LOGIT = 1e30
 class AlbertSquadV1(saving.ConfigSerializable, keras.Model):
     """`model(inputs)` → {"start_logits", "end_logits"} [B, S] float32."""
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, skip_padding=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
+                               use_einsum=use_einsum, skip_padding=skip_padding)
         self.config = config
         self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
+            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
+            name="bert")
         self.head = layers.ClassificationHead(config.hidden_size, 2, V1_HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="cls_squad")
 
@@ -81,12 +83,12 @@ class AlbertSquadV2(saving.ConfigSerializable, keras.Model):
     """
 
     def __init__(self, config, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_one_hot_embeddings=False, use_einsum=False, **kwargs):
+                 use_one_hot_embeddings=False, use_einsum=False, skip_padding=False, **kwargs):
         super().__init__(**kwargs)
         self._record_arguments(config, start_n_top=start_n_top, end_n_top=end_n_top,
                                dropout_prob=dropout_prob,
                                use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
+                               use_einsum=use_einsum, skip_padding=skip_padding)
         if start_n_top < 1 or end_n_top < 1:
             raise ValueError(f"start_n_top ({start_n_top}) and end_n_top ({end_n_top}) must "
                              "be at least 1")
@@ -95,7 +97,8 @@ class AlbertSquadV2(saving.ConfigSerializable, keras.Model):
         hidden, init = config.hidden_size, config.initializer_range
         head_policy = layers.float32_policy(self.dtype_policy)
         self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
+            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
+            name="bert")
 
         def dense(name, width_in, width_out, activation=None, use_bias=True):
             return layers.Dense(width_in, width_out, init, activation, use_einsum, use_bias,
@@ -180,11 +183,12 @@ def v2_per_example_loss(outputs, start_positions, end_positions, is_impossible):
 
 
 def build_squad_model(config, version_2_with_negative, start_n_top=5, end_n_top=5,
-                      dropout_prob=0.1, use_einsum=False, use_one_hot_embeddings=False):
+                      dropout_prob=0.1, use_einsum=False, use_one_hot_embeddings=False,
+                      skip_padding=False):
     """The v1 or v2 model for `--version_2_with_negative`."""
     if version_2_with_negative:
         return AlbertSquadV2(config, start_n_top, end_n_top, dropout_prob,
                              use_one_hot_embeddings=use_one_hot_embeddings,
-                             use_einsum=use_einsum)
+                             use_einsum=use_einsum, skip_padding=skip_padding)
     return AlbertSquadV1(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                         use_einsum=use_einsum)
+                         use_einsum=use_einsum, skip_padding=skip_padding)

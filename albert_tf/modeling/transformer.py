@@ -3,7 +3,8 @@
 x1 = LayerNorm(attention(x) + x); out = LayerNorm_1(ffn(x1) + x1), where ffn is
 `ffn_1/intermediate/dense` (H→I, hidden_act) then `ffn_1/intermediate/output/dense` (I→H) —
 `output` nested inside `intermediate`, as in the original checkpoints. Residual sums and
-LayerNorms are float32.
+LayerNorms are float32. With a `packing.Packing`, inputs and outputs are the batch's real tokens
+[N, H]: every step but attention works token by token.
 """
 
 import collections
@@ -32,8 +33,8 @@ class TransformerBlock(keras.layers.Layer):
         self.ffn_layer_norm = layers.LayerNorm(hidden, dtype=self.dtype_policy, name="LayerNorm_1")
         self.built = True  # every variable exists already
 
-    def call(self, inputs, input_mask, training=False):
-        attended = self.attention(inputs, input_mask, training=training)
+    def call(self, inputs, input_mask, training=False, packing=None):
+        attended = self.attention(inputs, input_mask, training=training, packing=packing)
         attended = self.attention_layer_norm(tf.cast(attended, tf.float32) + tf.cast(inputs, tf.float32))
         ffn = self.intermediate_output(self.intermediate(attended))
         ffn = self.output_dropout(ffn, training=training)

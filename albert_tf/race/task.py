@@ -74,7 +74,8 @@ class RaceTask(task_lib.Task):
     def build_model(self, strategy):
         return multiple_choice.AlbertMultipleChoice(
             self.albert_config, num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
+            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
 
     def _records(self, path, input_context, with_index=False):
         dataset = tf.data.TFRecordDataset(path)

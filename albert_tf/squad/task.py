@@ -40,7 +40,8 @@ class SquadTask(task_lib.Task):
         return squad_heads.build_squad_model(
             self.albert_config, self.version_2_with_negative, self.start_n_top, self.end_n_top,
             self.dropout_prob, self.use_einsum,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
+            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
 
     def train_dataset(self, input_context, batch_size):
         if not self.train_record_file:

@@ -35,7 +35,8 @@ class TaggingTask(task_lib.Task):
     def build_model(self, strategy):
         return token_classifier.AlbertTokenClassifier(
             self.albert_config, len(self.labels), self.dropout_rate,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
+            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
+            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
 
     def dataset_of(self, path, batch_size, input_context=None, training=False):
         """Batches of the records in `path` (repeated and shuffled when `training`)."""

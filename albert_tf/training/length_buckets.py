@@ -21,6 +21,7 @@ program.
 import tensorflow as tf
 
 from albert_tf import cli
+from albert_tf.training import strategy as strategy_lib
 
 SMALLEST_BUCKET = 16
 
@@ -57,6 +58,12 @@ def parse_buckets(text, max_seq_length, flag_name="length_buckets"):
     if lengths[-1] < max_seq_length:
         lengths.append(max_seq_length)
     return tuple(lengths)
+
+
+def skips_padding(buckets, strategy):
+    """Whether the encoder should also skip the padding inside each batch (`modeling.packing`):
+    whenever batches are cut to buckets, except on TPU, which needs fixed shapes."""
+    return buckets is not None and not strategy_lib.is_tpu(strategy)
 
 
 def sequence_keys(element_spec, max_seq_length):
