@@ -5,29 +5,34 @@ ALBERT-base (v2 config), float32, real-length text, one invocation, round-robin.
 * Fine-tuning, single sentence: the movie-review sentences of `data/movie_reviews.tsv` (SST-2
   style, label = score > 0), `--max_seq_length=128`, global batch 32, AdamW. Ours =
   run_classifier's pipeline (GLUE records → `glue.task.ClassifierTask` → `training.loop.Trainer`)
-  with `--length_buckets=auto` (batches of one length bucket each, as training groups them) and
-  with `off` (the original's fixed length 128), over the same file. Hugging Face =
-  `AlbertForSequenceClassification` + torch AdamW on the same examples in file order, batched
-  by `DataCollatorWithPadding` (padding to each batch's longest row). One step of each in turn
-  after a warm-up; examples/s = examples / summed step time.
+  with `--length_buckets=auto` (batches of one length bucket each, as training groups them, and
+  an encoder that skips the padding left inside them) and with `off` (the original's fixed
+  length 128), over the same file. Hugging Face = `AlbertForSequenceClassification` + torch
+  AdamW on the same examples in file order, batched by `DataCollatorWithPadding` (padding to
+  each batch's longest row). One step of each in turn after a warm-up; examples/s = examples /
+  summed step time.
 * Serving latency: the exported classifier (`export.classifier`, loaded with
-  `tf.saved_model.load` as TF Serving loads it) on movie-review sentences, request i = sentence
-  i (batch 1) or sentences 32i…32i+31 (batch 32): its `text` signature (raw text in, tokenized in
-  the graph, trimmed to a bucket) and its `ids` signature fed the ids at their real length
-  (batch 32: padded to the longest row); Hugging Face = `AlbertForSequenceClassification` in
-  eval mode under `torch.no_grad()` on the same ids without padding (batch 32: padded to the
-  longest row). One call of each in turn; p50 and p99.
+  `tf.saved_model.load` as TF Serving loads it; its encoder skips padding) on movie-review
+  sentences, request i = sentence i (batch 1) or sentences 32i…32i+31 (batch 32): its `text`
+  signature (raw text in, tokenized in the graph, trimmed to a bucket) and its `ids` signature
+  fed the ids at their real length (batch 32: padded to the longest row); Hugging Face =
+  `AlbertForSequenceClassification` in eval mode under `torch.no_grad()` on the same ids without
+  padding (batch 32: padded to the longest row). One call of each in turn; p50 and p99.
 * SQuAD prediction: the windows of `data/squad_v1_excerpt.json` (repeated to `--squad_copies`
   times the questions), `--max_seq_length=384`, stride 128, query 64, batch 8. Ours =
   `squad.prediction.SquadEvaluator.raw_results`, v1.1 (always padded to 384, as the original)
-  and v2.0 with length buckets; Hugging Face = `AlbertForQuestionAnswering` under
-  `torch.no_grad()` on the same windows, each batch cut to its longest row. One whole pass of
+  and v2.0 with length buckets (its encoder skips padding); Hugging Face =
+  `AlbertForQuestionAnswering` under `torch.no_grad()` on the same windows, each batch cut to its
+  longest row, and padded to 384 as transformers' `run_qa.py` does by default. One whole pass of
   each in turn; features/s from the median pass.
 
 Tokens come from a SentencePiece model trained here on the Brown Corpus (`make data`), so the
 lengths are those of real English text. Weights are random: speed does not depend on them.
 
     .venv/bin/python bench/bench_dynamic_length.py [--train_steps=24] [--squad_passes=3]
+
+TensorFlow's matrix products go through oneDNN unless TF_ENABLE_ONEDNN_OPTS=0 is set (then
+Eigen); run it both ways on a new CPU: `TF_ENABLE_ONEDNN_OPTS=0 .venv/bin/python bench/...`.
 """
 
 import json
@@ -253,15 +258,18 @@ def squad_predict_set(spm_file, work_dir):
 
 
 def our_squad_pass(config, predict_set, version_2):
-    task = squad_task.SquadTask(config, version_2, SQUAD_SEQ)
-    model = task.build_model(tf.distribute.get_strategy())
+    """run_squad.py's prediction: v2 with length buckets (its model skips padding), v1 padded."""
     buckets = length_buckets.default_buckets(SQUAD_SEQ) if version_2 else None
+    task = squad_task.SquadTask(config, version_2, SQUAD_SEQ, length_buckets=buckets)
+    model = task.build_model(tf.distribute.get_strategy())
     evaluator = squad_prediction.SquadEvaluator(predict_set, version_2, SQUAD_SEQ, 8,
                                                 length_buckets=buckets)
     return lambda: evaluator.raw_results(model, predict_set)
 
 
-def hf_squad_pass(config, predict_set):
+def hf_squad_pass(config, predict_set, cut_to_longest):
+    """HF on the same windows: each batch cut to its longest row, or padded to 384 as
+    transformers' run_qa.py example does by default (--pad_to_max_length)."""
     import torch
     import transformers
     model = transformers.AlbertForQuestionAnswering(hf_interop.huggingface_config(
@@ -269,7 +277,7 @@ def hf_squad_pass(config, predict_set):
     batches = []
     for batch in squad_prediction.records.tfrecord_dataset(
             predict_set.record_file, SQUAD_SEQ, False).batch(8):
-        length = int(batch["input_mask"].numpy().sum(axis=1).max())
+        length = int(batch["input_mask"].numpy().sum(axis=1).max()) if cut_to_longest else SQUAD_SEQ
         batches.append({"input_ids": torch.tensor(batch["input_ids"].numpy()[:, :length]),
                         "attention_mask": torch.tensor(batch["input_mask"].numpy()[:, :length]),
                         "token_type_ids": torch.tensor(batch["segment_ids"].numpy()[:, :length])})
@@ -287,7 +295,8 @@ def measure_squad(config, spm_file, work_dir):
                squad_prediction.records.tfrecord_dataset(predict_set.record_file, SQUAD_SEQ, False)]
     passes = {"ours v1.1, padded to 384": our_squad_pass(config, predict_set, False),
               "ours v2.0, length buckets": our_squad_pass(config, predict_set, True),
-              "HF AlbertForQuestionAnswering": hf_squad_pass(config, predict_set)}
+              "HF, padded to 384 (run_qa.py)": hf_squad_pass(config, predict_set, False),
+              "HF AlbertForQuestionAnswering": hf_squad_pass(config, predict_set, True)}
     for call in passes.values():
         call()
     seconds = {name: [] for name in passes}
@@ -306,7 +315,8 @@ def measure_squad(config, spm_file, work_dir):
 
 
 def main(_):
-    print(f"CPU: {machine.cpu_model()}; {os.cpu_count()} cores; TensorFlow {tf.__version__}")
+    print(f"CPU: {machine.cpu_model()}; {os.cpu_count()} cores; TensorFlow {tf.__version__}; "
+          f"TF_ENABLE_ONEDNN_OPTS={os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'unset (oneDNN on)')}")
     config = AlbertConfig.from_json_file(CONFIG)
     with tempfile.TemporaryDirectory(prefix="bench_dynamic_length_") as work_dir:
         spm_file = spm_model(work_dir)
