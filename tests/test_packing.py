@@ -1,6 +1,7 @@
 """Skipping padding inside a batch (`modeling.packing`): the same outputs and gradients at every
 real token as the padded computation, zeros at padding, under eager, graph and XLA execution."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -52,6 +53,24 @@ def test_real_tokens_equal_the_padded_encoder(tiny_config, use_einsum):
     for mine, theirs in zip(actual["encoder_outputs"], expected["encoder_outputs"]):
         np.testing.assert_allclose(mine.numpy()[real], theirs.numpy()[real], atol=1e-5)
     np.testing.assert_allclose(actual["embedding_output"], expected["embedding_output"])
+
+
+def test_mixed_bfloat16_skips_padding_with_float32_outputs(tiny_config):
+    padded = encoder_lib.AlbertEncoder(tiny_config)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        skipping = encoder_lib.AlbertEncoder(tiny_config, skip_padding=True)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    for source, target in zip(padded.weights, skipping.weights):
+        target.assign(source)
+    inputs = _inputs()
+    actual, expected = skipping(inputs), padded(inputs)
+    real = inputs["input_mask"] == 1
+    assert actual["sequence_output"].dtype == tf.float32
+    np.testing.assert_allclose(actual["sequence_output"].numpy()[real],
+                               expected["sequence_output"].numpy()[real], atol=0.1)
+    np.testing.assert_allclose(actual["pooled_output"], expected["pooled_output"], atol=0.1)
 
 
 def _pooled_loss_gradients(model, inputs):
