@@ -196,7 +196,7 @@ def measure_serving(config, spm_file, work_dir):
     from albert_tf.export import classifier as classifier_export
     from albert_tf.modeling import classifier
     tokenizer = tokenization.FullTokenizer(None, True, spm_file)
-    model = classifier.AlbertClassifier(config, 2, use_einsum=False)
+    model = classifier.AlbertClassifier(config, 2, skip_padding=True)  # as export.load_classifier
     graph_tokenizer = tf_tokenization.InGraphTokenizer(spm_file, True)
     signatures = classifier_export.ClassifierSignatures(
         model, ["0", "1"], SEQ, False, graph_tokenizer, graph_tokenizer.cls_id,

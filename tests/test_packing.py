@@ -32,6 +32,16 @@ def test_pack_and_unpack_by_hand():
                                   rows * tf.cast(mask, tf.float32)[:, :, tf.newaxis])
 
 
+@pytest.mark.parametrize("mask", [[[0, 0, 0], [0, 0, 0]], [[1, 1, 0], [0, 0, 0]]])
+def test_rows_of_padding_only_come_back_as_zeros(tiny_config, mask):
+    """A row (or a whole batch, as an export's zero-filled build call) without real tokens."""
+    skipping = encoder_lib.AlbertEncoder(tiny_config, skip_padding=True)
+    mask = np.array(mask, np.int32)
+    outputs = skipping({"input_ids": mask * 7, "input_mask": mask})
+    np.testing.assert_array_equal(outputs["sequence_output"].numpy()[mask == 0], 0.0)
+    assert outputs["pooled_output"].shape == (2, tiny_config.hidden_size)
+
+
 def _encoder_pair(config, use_einsum=False):
     padded = encoder_lib.AlbertEncoder(config, use_einsum=use_einsum)
     skipping = encoder_lib.AlbertEncoder(config, use_einsum=use_einsum, skip_padding=True)

@@ -35,8 +35,8 @@ class Packing:
         return tf.gather(tf.reshape(tensor, [-1, width]), self.real_positions)
 
     def unpack(self, packed):
-        """[N, W] → [B, S, W], zeros at padding positions."""
-        with_zero_row = tf.concat([packed, tf.zeros_like(packed[:1])], axis=0)
-        rows = tf.gather(with_zero_row, self.packed_rows)
+        """[N, W] → [B, S, W], zeros at padding positions (N may be 0: a batch of padding)."""
         width = packed.shape[-1] if packed.shape[-1] is not None else tf.shape(packed)[-1]
+        with_zero_row = tf.concat([packed, tf.zeros([1, width], packed.dtype)], axis=0)
+        rows = tf.gather(with_zero_row, self.packed_rows)
         return tf.reshape(rows, [self.batch_size, self.length, width])
