@@ -10,15 +10,15 @@ puts its queries, keys and values back in [B, S, ...] rows (zeros at padding, wh
 Padding positions come back as zeros instead of the values the original computes for them; no
 task head reads them except the SQuAD v1.1 head, whose n-best list can contain padding
 positions, so that model keeps the padded computation. The number of real tokens changes from
-batch to batch, so packed rows are for CPUs and GPUs, not for TPUs or XLA, which need fixed
-shapes.
+batch to batch: XLA on CPUs and GPUs compiles it as a size bounded by B·S, but TPU programs
+need fixed shapes, so packed rows are not used there.
 """
 
 import tensorflow as tf
 
 
 class Packing:
-    """Where a batch's real tokens are: `pack` [B, S, ...] → [N, ...], `unpack` the reverse."""
+    """Where a batch's real tokens are: `pack` [B, S, W] → [N, W], `unpack` the reverse."""
 
     def __init__(self, input_mask):
         shape = tf.shape(input_mask)
