@@ -20,6 +20,14 @@ def script_env():
     return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO_ROOT, CUDA_VISIBLE_DEVICES="")
 
 
+def copy_weights(source, target):
+    """Gives `target` the weights of `source`, a model of the same layout, name by name."""
+    for (name, value), (other, variable) in zip(source.checkpoint_variables().items(),
+                                                target.checkpoint_variables().items()):
+        assert name == other
+        variable.assign(value)
+
+
 def run_python(args, check=True, timeout=900):
     """`python <args>` in the checkout (a script and its flags, or `-c` code), as a user runs it;
     with `check`, a non-zero exit fails the test with the end of its stderr."""

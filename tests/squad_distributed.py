@@ -21,6 +21,7 @@ from albert_tf import tokenization  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.squad import data, prediction  # noqa: E402
 from albert_tf.squad import task as squad_task  # noqa: E402
+from tests.conftest import copy_weights  # noqa: E402
 
 SEQ = 64
 CONFIG = dict(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -40,8 +41,7 @@ def main(squad_file, spm_model_file, output_dir):
         skipping_model = squad_task.SquadTask(AlbertConfig(**CONFIG), True, SEQ, dropout_prob=0.0,
                                               length_buckets=buckets).build_model(mirrored)
     assert skipping_model.encoder.skip_padding and not model.encoder.skip_padding
-    for source, target in zip(model.weights, skipping_model.weights):
-        target.assign(source)
+    copy_weights(model, skipping_model)
     tokenizer = tokenization.FullTokenizer.from_scratch(None, True, spm_model_file)
     predict_set = data.prepare_predict_set(
         squad_file, tokenizer, spm_model_file, data.FeatureOptions(SEQ, 32, 16, True),

@@ -8,6 +8,7 @@ import tensorflow as tf
 from albert_tf import cli
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets
+from tests.conftest import copy_weights
 
 
 def test_default_buckets():
@@ -97,8 +98,7 @@ def _assert_same_logits_and_gradients(model, cut, padded, labels, cut_model=None
 def _skipping_copy(model, config):
     """A classifier with `model`'s weights whose encoder skips padding (`modeling.packing`)."""
     copy = classifier.AlbertClassifier(config, num_labels=3, dropout_rate=0.0, skip_padding=True)
-    for source, target in zip(model.weights, copy.weights):
-        target.assign(source)
+    copy_weights(model, copy)
     return copy
 
 

@@ -11,6 +11,7 @@ from albert_tf.glue import task as glue_task
 from albert_tf.race import prepare, reader
 from albert_tf.race import task as race_task
 from tests import race_fixtures
+from tests.conftest import copy_weights
 
 SEQ = 64
 BUCKETS = (16, 32, 64)
@@ -20,11 +21,6 @@ BUCKETS = (16, 32, 64)
 def config():
     return AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=37, max_position_embeddings=SEQ)
-
-
-def _copy_weights(source, target):
-    for source_variable, target_variable in zip(source.weights, target.weights):
-        target_variable.assign(source_variable)
 
 
 def _sst2_dev(glue_dir, real_data):
@@ -57,7 +53,7 @@ def test_glue_bucketed_predictions_equal_padded(tmp_path, config, spm_model_file
         if padded_model is None:
             padded_model = model
         else:
-            _copy_weights(padded_model, model)
+            copy_weights(padded_model, model)
         dataset = task.eval_dataset(None, 8)
         lengths = {int(batch["input_ids"].shape[1]) for batch in dataset}
         arrays = glue_task.predict_arrays(model, dataset, regression=False)
@@ -86,7 +82,7 @@ def test_race_bucketed_predictions_equal_padded(tmp_path, spm_model_file):
     model = padded_task.build_model(strategy)
     skipping_model = bucketed_task.build_model(strategy)
     assert skipping_model.encoder.skip_padding and not model.encoder.skip_padding
-    _copy_weights(model, skipping_model)
+    copy_weights(model, skipping_model)
     shapes = {tuple(batch["input_ids"].shape) for batch in bucketed_task.dataset_of(path, 4)}
     assert all(shape[-1] < seq for shape in shapes), shapes
     padded = race_task.Predictor(padded_task, model, strategy)(path, batch_size=4)

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig, ConfigError
 from albert_tf.modeling import attention, classifier, embeddings, encoder, layers, pretraining
+from tests.conftest import copy_weights
 
 # A released (G = K = 1) checkpoint's 32 model tensors, with V, E, H, I, P, T symbolic.
 SPEC_NAMES = [
@@ -51,13 +52,6 @@ def batch(config, batch_size=2, length=6, seed=0):
     mask[-1, length // 2:] = 0
     return {"input_ids": ids, "input_mask": mask,
             "segment_ids": (np.arange(length)[None, :] >= length // 2).astype(np.int32).repeat(batch_size, 0)}
-
-
-def copy_weights(source, target):
-    for (name, a), (other, b) in zip(source.checkpoint_variables().items(),
-                                     target.checkpoint_variables().items()):
-        assert name == other
-        b.assign(a)
 
 
 @pytest.fixture

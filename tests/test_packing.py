@@ -9,6 +9,7 @@ import tensorflow as tf
 from albert_tf.modeling import encoder as encoder_lib
 from albert_tf.modeling import packing
 from albert_tf.training import length_buckets
+from tests.conftest import copy_weights
 
 LENGTHS = (5, 16, 1, 11)  # a full row, a one-token row and two in between
 SEQ = 16
@@ -45,8 +46,7 @@ def test_rows_of_padding_only_come_back_as_zeros(tiny_config, mask):
 def _encoder_pair(config, use_einsum=False):
     padded = encoder_lib.AlbertEncoder(config, use_einsum=use_einsum)
     skipping = encoder_lib.AlbertEncoder(config, use_einsum=use_einsum, skip_padding=True)
-    for source, target in zip(padded.weights, skipping.weights):
-        target.assign(source)
+    copy_weights(padded, skipping)
     return padded, skipping
 
 
@@ -72,8 +72,7 @@ def test_mixed_bfloat16_skips_padding_with_float32_outputs(tiny_config):
         skipping = encoder_lib.AlbertEncoder(tiny_config, skip_padding=True)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    for source, target in zip(padded.weights, skipping.weights):
-        target.assign(source)
+    copy_weights(padded, skipping)
     inputs = _inputs()
     actual, expected = skipping(inputs), padded(inputs)
     real = inputs["input_mask"] == 1

@@ -80,12 +80,10 @@ class SelfAttention(keras.layers.Layer):
         if self.use_einsum and packing is None:
             kernel = tf.reshape(self.output_kernel, (self.num_heads, self.head_size, self.hidden_size))
             return tf.einsum("BFND,NDH->BFH", context, kernel) + self.output_bias
-        flat = tf.reshape(context, (-1, self.hidden_size))
+        rows = tf.reshape(context, (-1, self.hidden_size))
         if packing is not None:
-            flat = packing.pack(flat)
-        flat = tf.nn.bias_add(tf.matmul(flat, self.output_kernel), self.output_bias)
-        if packing is not None:
-            return flat
+            return tf.nn.bias_add(tf.matmul(packing.pack(rows), self.output_kernel), self.output_bias)
+        flat = tf.nn.bias_add(tf.matmul(rows, self.output_kernel), self.output_bias)
         batch_size, length = tf.shape(context)[0], tf.shape(context)[1]
         return tf.reshape(flat, (batch_size, length, self.hidden_size))
 
