@@ -38,7 +38,7 @@ def export(root):
     from albert_tf.modeling import classifier
     config = AlbertConfig(vocab_size=1000, embedding_size=32, hidden_size=128, num_hidden_layers=4,
                           num_attention_heads=4, intermediate_size=256, max_position_embeddings=128)
-    model = classifier.AlbertClassifier(config, 2, use_einsum=False)
+    model = classifier.AlbertClassifier(config, 2, skip_padding=True)  # as export.load_classifier
     signatures = classifier_export.ClassifierSignatures(model, ["0", "1"], FLAGS.seq, regression=False)
     return classifier_export.write_saved_model(signatures, root)
 

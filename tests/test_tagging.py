@@ -164,11 +164,13 @@ def test_part_of_speech_beats_the_most_frequent_tag_per_word(real_data, spm_mode
 def test_names_are_scored_by_span_f1(real_data, spm_model_file, tiny_config, tmp_path):
     data_dir = _slice(real_data, "names", tmp_path, {"train": 1500, "dev": 300, "test": 100})
     out = tmp_path / "out"
+    # Cased input: names are capitalised. At 2e-3, or lowercased, this model predicted no name on
+    # some CPUs (every tag O); here seeds 1-3 give F1 41-47 with oneDNN and with Eigen.
     summary = _run(data_dir, out, tiny_config, spm_model_file, "--do_train", "--do_eval",
-                   "--train_step=300", "--learning_rate=2e-3", "--save_checkpoints_steps=300",
-                   "--length_buckets=off")
+                   "--train_step=300", "--warmup_step=30", "--learning_rate=1e-3",
+                   "--do_lower_case=false", "--save_checkpoints_steps=300", "--length_buckets=off")
     text = (out / "eval_results.txt").read_text()
     assert "best_f1 = " in text and "precision = " in text and "recall = " in text
-    assert 0 < summary["best_value"] <= 100
+    assert 20 < summary["best_value"] <= 100, summary
     assert (out / "labels.txt").read_text().split() == ["B-NAME", "I-NAME", "O"]
     assert tf.io.gfile.exists(str(out / "model.ckpt-best.index"))
