@@ -40,6 +40,11 @@ def _values(model):
     return {name: v.numpy() for name, v in model.checkpoint_variables().items()}
 
 
+def test_only_the_v2_model_skips_padding():
+    assert squad_heads.build_squad_model(_config(), True, skip_padding=True).encoder.skip_padding
+    with pytest.raises(ValueError, match="v1.1 model keeps the padded computation"):
+        squad_heads.build_squad_model(_config(), False, skip_padding=True)
+
 def test_v1_head_names_arithmetic_and_loss():
     model = squad_heads.AlbertSquadV1(_config())
     inputs = _inputs()

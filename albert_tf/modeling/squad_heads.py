@@ -33,15 +33,15 @@ MASKED_LOGIT = 1e30
 class AlbertSquadV1(saving.ConfigSerializable, keras.Model):
     """`model(inputs)` → {"start_logits", "end_logits"} [B, S] float32."""
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, skip_padding=False,
-                 **kwargs):
+    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
         super().__init__(**kwargs)
         self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum, skip_padding=skip_padding)
+                               use_einsum=use_einsum)
         self.config = config
+        # Always the padded computation: the original's v1.1 n-best list can pick padding
+        # positions, whose logits a model that skips padding would not compute.
         self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
-            name="bert")
+            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
         self.head = layers.ClassificationHead(config.hidden_size, 2, V1_HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="cls_squad")
 
@@ -185,10 +185,13 @@ def v2_per_example_loss(outputs, start_positions, end_positions, is_impossible):
 def build_squad_model(config, version_2_with_negative, start_n_top=5, end_n_top=5,
                       dropout_prob=0.1, use_einsum=False, use_one_hot_embeddings=False,
                       skip_padding=False):
-    """The v1 or v2 model for `--version_2_with_negative`."""
+    """The v1 or v2 model for `--version_2_with_negative` (`skip_padding`: v2 only)."""
     if version_2_with_negative:
         return AlbertSquadV2(config, start_n_top, end_n_top, dropout_prob,
                              use_one_hot_embeddings=use_one_hot_embeddings,
                              use_einsum=use_einsum, skip_padding=skip_padding)
+    if skip_padding:
+        raise ValueError("skip_padding: the SQuAD v1.1 model keeps the padded computation (its "
+                         "n-best list can pick padding positions)")
     return AlbertSquadV1(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                         use_einsum=use_einsum, skip_padding=skip_padding)
+                         use_einsum=use_einsum)
