@@ -15,7 +15,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 setup: $(VENV)/.installed
 
 data: setup
-	$(PY) -m albert_tf.data_sources --dest $(DATA)
+	$(PY) -m albert_tf.demo.data_sources --dest $(DATA)
 
 # ruff, pinned in requirements-dev.txt, configured in pyproject.toml.
 lint: setup
@@ -40,10 +40,10 @@ test-hf5: $(VENV_HF5)/.installed data
 	$(VENV_HF5)/bin/python -m pytest -q tests/test_hf_format.py tests/test_hf_parity.py
 
 demo: setup data
-	$(PY) -m albert_tf.demo --data_dir $(DATA) --output_dir demo_output
+	$(PY) -m albert_tf.demo.pipeline --data_dir $(DATA) --output_dir demo_output
 
 demo-ci: setup data
-	$(PY) -m albert_tf.demo --data_dir $(DATA) --output_dir demo_output --quick
+	$(PY) -m albert_tf.demo.pipeline --data_dir $(DATA) --output_dir demo_output --quick
 
 # Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on PORT.
 EXPORT_DIR ?= demo_output/export

@@ -47,7 +47,8 @@ import uuid
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import cli, io_utils
+from albert_tf import errors
+from albert_tf.files import io_utils
 
 DATA_SUFFIX = ".data-00000-of-00001"
 INDEX_SUFFIX = ".index"
@@ -60,7 +61,7 @@ OPTIMIZER_SLOTS = ("adam_m", "adam_v", "lamb_m", "lamb_v")
 GLOBAL_STEP = "global_step"
 
 
-class CheckpointError(cli.UserInputError):
+class CheckpointError(errors.UserInputError):
     """A checkpoint cannot be used for the requested variables."""
 
 

@@ -1,6 +1,6 @@
 """One convention for turning bad input into a command-line error, for every script.
 
-Library code raises `UserInputError` (or a subclass) with a message that names the culprit (the
+Library code raises `errors.UserInputError` (or a subclass) with a message that names the culprit (the
 flag, the file with its line, column or record offset, the config variable) and what was
 expected. The scripts start with `cli.run_script(define_flags, run)` (or `cli.run(main)`)
 instead of `absl.app.run(main)`: such an error ends the process with exit status 2 and one line
@@ -22,15 +22,9 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from albert_tf.errors import UserInputError
+
 EXIT_USER_ERROR = 2
-
-
-class UserInputError(ValueError):
-    """Bad input that the user can fix; the message names the flag, file or variable."""
-
-
-class MissingFileError(UserInputError, FileNotFoundError):
-    """A file or directory the user named does not exist (also a FileNotFoundError)."""
 
 
 def error_line(error, program=None):

@@ -15,7 +15,8 @@ import os
 
 from absl import logging
 
-from albert_tf import cli, io_utils
+from albert_tf import errors
+from albert_tf.files import io_utils
 
 _DEFAULTS = {
     "embedding_size": 128,
@@ -55,7 +56,7 @@ PUBLISHED_MODELS = tuple(
 )
 
 
-class ConfigError(cli.UserInputError):
+class ConfigError(errors.UserInputError):
     """A config field is missing or has a value the model cannot use."""
 
 

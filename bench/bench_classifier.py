@@ -31,7 +31,8 @@ from absl import app, flags, logging  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import checkpoints, hf_interop  # noqa: E402
+from albert_tf import checkpoints  # noqa: E402
+from albert_tf.huggingface import hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.export import classifier as classifier_export  # noqa: E402
 from albert_tf.glue import task as glue_task  # noqa: E402

@@ -49,7 +49,8 @@ from absl import app, flags  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import hf_interop, tokenization, vocab  # noqa: E402
+from albert_tf.huggingface import hf_interop  # noqa: E402
+from albert_tf.text import tokenization, vocab  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.glue import features as glue_features  # noqa: E402
 from albert_tf.glue import task as glue_task  # noqa: E402
@@ -192,7 +193,7 @@ def serving_requests(tokenizer, batch, count):
 def measure_serving(config, spm_file, work_dir):
     import torch
     import transformers
-    from albert_tf import tf_tokenization
+    from albert_tf.text import tf_tokenization
     from albert_tf.export import classifier as classifier_export
     from albert_tf.modeling import classifier
     tokenizer = tokenization.FullTokenizer(None, True, spm_file)

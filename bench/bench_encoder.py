@@ -26,7 +26,8 @@ import tensorflow as tf  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from albert_tf import checkpoints, hf_interop  # noqa: E402
+from albert_tf import checkpoints  # noqa: E402
+from albert_tf.huggingface import hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.modeling import encoder  # noqa: E402
 

@@ -4,7 +4,7 @@
 
 Each run is the command-line script in a subprocess, as users run it, with the issue's
 baseline settings (--max_seq_length=512, the default --max_predictions_per_seq=20, a
-30,000-piece vocabulary trained on the corpus by albert_tf/vocab.py). Reported per run:
+30,000-piece vocabulary trained on the corpus by albert_tf/text/vocab.py). Reported per run:
 instances/s after start-up (the summary's own timing, which is how the baseline of ~143
 instances/s for the original script was measured) and end to end, the CPUs the run actually
 got and instances per CPU-second (steadier than wall time on a shared machine), input MB/s,
@@ -31,7 +31,7 @@ from absl import flags
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from albert_tf import vocab  # noqa: E402  (needs the repository on the path)
+from albert_tf.text import vocab  # noqa: E402  (needs the repository on the path)
 
 BASELINE_INSTANCES_PER_SECOND = 143.0  # The original script, issue 3, this machine kind.
 

@@ -31,7 +31,7 @@ from absl import app, flags, logging  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import hf_interop  # noqa: E402
+from albert_tf.huggingface import hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.pretraining import task as pretraining_task  # noqa: E402
 from albert_tf.training import loop  # noqa: E402

@@ -20,7 +20,7 @@ import machine  # noqa: E402  bench/machine.py: the script's own directory is on
 
 import tensorflow as tf  # noqa: E402
 
-from albert_tf import tfrecord_check  # noqa: E402
+from albert_tf.files import tfrecord_check  # noqa: E402
 
 
 

@@ -8,7 +8,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest
 
-from albert_tf import data_sources
+from albert_tf.demo import data_sources
 from albert_tf.config import AlbertConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,7 +40,7 @@ def run_python(args, check=True, timeout=900):
 
 @pytest.fixture(scope="session")
 def real_data():
-    """Paths of the real data sets (see albert_tf/data_sources.py); `make data` fetches them."""
+    """Paths of the real data sets (see albert_tf/demo/data_sources.py); `make data` fetches them."""
     return data_sources.fetch_all(os.path.join(REPO_ROOT, "data"))
 
 
@@ -65,7 +65,7 @@ def brown_config(**changes):
 @pytest.fixture(scope="session")
 def spm_model_file(real_data, tmp_path_factory):
     """A 4,000-piece ALBERT-layout SentencePiece model trained on the Brown Corpus (a few seconds)."""
-    from albert_tf import vocab
+    from albert_tf.text import vocab
     prefix = str(tmp_path_factory.mktemp("spm") / "brown-4k")
     return vocab.train_albert_spm(real_data["brown"], prefix, vocab_size=4000)
 
@@ -76,7 +76,7 @@ def digit_comma_spm_model_file(real_data, tmp_path_factory):
     "000,". Brown-trained models never learn a piece like "000," (no "▁", ends in digit+comma),
     which the released 30k-clean.model has and which makes the digit-comma rule of
     encode_pieces emit its spurious "▁"; this model does. ~1 s."""
-    from albert_tf import vocab
+    from albert_tf.text import vocab
     prefix = str(tmp_path_factory.mktemp("spm") / "brown-2k-digit-comma")
     symbols = vocab.ALBERT_SPM_DEFAULTS["user_defined_symbols"] + ["000,"]
     return vocab.train_albert_spm(real_data["brown"][:1], prefix, vocab_size=2000,

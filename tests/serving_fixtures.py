@@ -1,6 +1,6 @@
 """A real GLUE classifier export (tiny config, random weights) for the serving tests."""
 
-from albert_tf import tf_tokenization
+from albert_tf.text import tf_tokenization
 from albert_tf.export import classifier as classifier_export
 from albert_tf.modeling import classifier
 from tests.conftest import brown_config

@@ -17,7 +17,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 
 import keras  # noqa: E402
 
-from albert_tf import tokenization  # noqa: E402
+from albert_tf.text import tokenization  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.squad import data, prediction  # noqa: E402
 from albert_tf.squad import task as squad_task  # noqa: E402

@@ -19,7 +19,9 @@ from absl import flags
 import pytest
 import tensorflow as tf
 
-from albert_tf import cli, config as config_lib, output_lock, tfrecord_check, vocab
+from albert_tf import config as config_lib, errors
+from albert_tf.files import output_lock, tfrecord_check
+from albert_tf.text import vocab
 from albert_tf.glue import run as glue_run
 from albert_tf.pretraining import create_data, file_patterns, input_pipeline
 from albert_tf.pretraining import options as options_lib
@@ -98,7 +100,7 @@ CONFIG_CASES = [
 @pytest.mark.parametrize("changes, message", CONFIG_CASES)
 def test_bad_config_field(tmp_path, changes, message):
     path = _config_file(tmp_path, **changes)
-    with pytest.raises(cli.UserInputError, match=message) as error:
+    with pytest.raises(errors.UserInputError, match=message) as error:
         config_lib.AlbertConfig.from_json_file(path)
     assert path in str(error.value)
 
@@ -109,7 +111,7 @@ def test_bad_config_field(tmp_path, changes, message):
 ])
 def test_config_file_not_a_config(tmp_path, text, message):
     path = _write(tmp_path / "c.json", text)
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         config_lib.AlbertConfig.from_json_file(path)
 
 
@@ -123,7 +125,7 @@ def test_released_extra_keys_are_accepted_and_defaulted_sizes_warned(tmp_path, c
 
 def test_vocabulary_larger_than_config_refused():
     config = config_lib.AlbertConfig(**SIZES)
-    with pytest.raises(cli.UserInputError, match=r"vocab_size 4000 is smaller than the 30000 "
+    with pytest.raises(errors.UserInputError, match=r"vocab_size 4000 is smaller than the 30000 "
                                                  r"ids of 30k-clean.model"):
         config.check_vocabulary(30000, "30k-clean.model")
     config.check_vocabulary(4000, "exact.model")
@@ -135,7 +137,7 @@ def test_effective_config_written_and_a_different_one_refused(tmp_path):
     assert config_lib.AlbertConfig.from_json_file(path) == config
     config.write_beside(str(tmp_path))  # same config: fine (a resumed run)
     other = config_lib.AlbertConfig(**dict(SIZES, num_hidden_layers=4))
-    with pytest.raises(cli.UserInputError, match=r"another model config \(differs in "
+    with pytest.raises(errors.UserInputError, match=r"another model config \(differs in "
                                                  r"num_hidden_layers\)"):
         other.write_beside(str(tmp_path))
 
@@ -158,7 +160,7 @@ def test_glob_skips_hidden_and_temporary_files(tmp_path):
 ])
 def test_bad_input_patterns(tmp_path, pattern, message):
     _write(tmp_path / "only-temp" / ".x.tfrecord.tmp-1-2", b"partial")
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         file_patterns.expand(pattern.format(d=tmp_path), "--input_file")
 
 
@@ -227,13 +229,13 @@ def _bad_second_length(tmp_path):
                          r"the record at byte offset [1-9]\d*"),
 ])
 def test_broken_tfrecord_files_named_with_offset(tmp_path, make, message):
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         tfrecord_check.count_records(make(tmp_path))
 
 
 def test_all_empty_record_files_refused(tmp_path):
     paths = [_empty(tmp_path), _write(tmp_path / "also-empty.tfrecord", b"")]
-    with pytest.raises(cli.UserInputError, match=r"--input_file: no record in .*empty.tfrecord, "
+    with pytest.raises(errors.UserInputError, match=r"--input_file: no record in .*empty.tfrecord, "
                                                  r".*also-empty.tfrecord"):
         tfrecord_check.check_files(paths, "--input_file")
 
@@ -247,7 +249,7 @@ def _dataset(patterns, max_seq_length=32):
 def test_pretraining_input_mixing_two_lengths_named(tmp_path):
     _records(tmp_path / "a-0.tfrecord", length=32)
     _records(tmp_path / "a-1.tfrecord", length=64)
-    with pytest.raises(cli.UserInputError, match=r"a-1.tfrecord: input_ids has length 64 but "
+    with pytest.raises(errors.UserInputError, match=r"a-1.tfrecord: input_ids has length 64 but "
                                                  r"--max_seq_length=32"):
         _dataset(str(tmp_path / "a-*.tfrecord"))
 
@@ -256,17 +258,17 @@ def test_pretraining_input_that_is_not_pretraining_data(tmp_path):
     path = tmp_path / "glue.tfrecord"
     with tf.io.TFRecordWriter(str(path)) as writer:
         writer.write(tf.train.Example().SerializeToString())
-    with pytest.raises(cli.UserInputError, match=r"glue.tfrecord: not pretraining data"):
+    with pytest.raises(errors.UserInputError, match=r"glue.tfrecord: not pretraining data"):
         _dataset(str(path))
 
 
 def test_pretraining_input_that_is_empty_stops_at_once(tmp_path):
-    with pytest.raises(cli.UserInputError, match=r"no record in"):
+    with pytest.raises(errors.UserInputError, match=r"no record in"):
         _dataset(_empty(tmp_path))
 
 
 def test_pretraining_input_that_is_text_never_crashes(tmp_path):
-    with pytest.raises(cli.UserInputError, match=r"not a TFRecord file"):
+    with pytest.raises(errors.UserInputError, match=r"not a TFRecord file"):
         _dataset(_text_file(tmp_path))
 
 
@@ -293,7 +295,7 @@ LATIN1 = ("Caf\xe9 cr\xe8me br\xfbl\xe9e \xe0 la fran\xe7aise. " * 40).encode("l
 ])
 def test_corpus_that_is_not_text(spm_model_file, tmp_path, name, data, message):
     path = _write(tmp_path / "in" / name, data)
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         create_data.create_pretraining_data(path, str(tmp_path / "out" / "x"),
                                             _options(spm_model_file), num_workers=1)
     assert _left_behind(tmp_path / "out") == []
@@ -306,7 +308,7 @@ def test_corpus_that_is_not_text(spm_model_file, tmp_path, name, data, message):
 ])
 def test_bad_output_file_flag(spm_model_file, tmp_path, output, message):
     corpus = _write(tmp_path / "in" / "corpus.txt", "One sentence here.\nAnother one.\n")
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         create_data.create_pretraining_data(corpus, output.format(d=tmp_path),
                                             _options(spm_model_file), num_workers=1)
 
@@ -319,7 +321,7 @@ def test_bad_output_file_flag(spm_model_file, tmp_path, output, message):
 ])
 def test_bad_data_options(spm_model_file, tmp_path, changes, message):
     corpus = _write(tmp_path / "corpus.txt", "One sentence here.\n")
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         create_data.create_pretraining_data(corpus, str(tmp_path / "o"),
                                             _options(spm_model_file, **changes), num_workers=1)
 
@@ -341,7 +343,7 @@ def test_shard_sets_never_mix_and_stale_temporaries_go(real_data, spm_model_file
     assert sorted(os.listdir(out)) == ["train-00000-of-00002", "train-00001-of-00002",
                                        "train.summary.json"]
     third = _write(tmp_path / "in" / "part-2.txt", "".join(_brown_lines(real_data, 60)))
-    with pytest.raises(cli.UserInputError, match=r"already holds another shard set of train "
+    with pytest.raises(errors.UserInputError, match=r"already holds another shard set of train "
                                                  r"\(train-00000-of-00002"):
         create_data.create_pretraining_data(f"{','.join(inputs)},{third}", str(out / "train"),
                                             _options(spm_model_file), num_workers=1)
@@ -352,7 +354,7 @@ def test_shard_sets_never_mix_and_stale_temporaries_go(real_data, spm_model_file
 def test_more_round_robin_outputs_than_instances(real_data, spm_model_file, tmp_path):
     corpus = _write(tmp_path / "in.txt", "".join(_brown_lines(real_data, 12)))
     outputs = ",".join(str(tmp_path / "out" / f"o{i}.tfrecord") for i in range(60))
-    with pytest.raises(cli.UserInputError, match=r"--output_file lists 60 files but the input "
+    with pytest.raises(errors.UserInputError, match=r"--output_file lists 60 files but the input "
                                                  r"made only \d+ instances"):
         create_data.create_pretraining_data(corpus, outputs, _options(spm_model_file),
                                             num_workers=1)
@@ -377,15 +379,15 @@ def test_truncation_of_a_huge_line_is_reported(spm_model_file, tmp_path, caplog)
 ])
 def test_vocabulary_input_that_is_not_text(tmp_path, name, data, message):
     path = _write(tmp_path / name, data)
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         vocab.train_albert_spm([path], str(tmp_path / "spm"), vocab_size=100)
     assert not os.path.exists(tmp_path / "spm.model")
 
 
 def test_vocabulary_input_patterns(tmp_path):
-    with pytest.raises(cli.MissingFileError, match=r"--input: no file matches '.*none\*'"):
+    with pytest.raises(errors.MissingFileError, match=r"--input: no file matches '.*none\*'"):
         vocab.expand_input_patterns(str(tmp_path / "none*"))
-    with pytest.raises(cli.UserInputError, match=r"unknown SentencePiece trainer option"):
+    with pytest.raises(errors.UserInputError, match=r"unknown SentencePiece trainer option"):
         vocab.train_albert_spm([_write(tmp_path / "t.txt", "text\n")], str(tmp_path / "s"),
                                no_such_option=1)
 
@@ -435,14 +437,14 @@ def _glue_job(tmp_path, spm_model_file, **config_changes):
 def test_glue_empty_train_file(tmp_path, spm_model_file):
     _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n")
     job = _glue_job(tmp_path, spm_model_file)
-    with pytest.raises(cli.UserInputError, match=r"SST-2/train.tsv: no examples in the train "
+    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv: no examples in the train "
                                                  r"file"):
         job.records("train")
     assert _left_behind(tmp_path / "out") == []
 
 
 def test_glue_vocabulary_larger_than_config(tmp_path, spm_model_file):
-    with pytest.raises(cli.UserInputError, match=r"vocab_size 99 is smaller than the 4000 ids "
+    with pytest.raises(errors.UserInputError, match=r"vocab_size 99 is smaller than the 4000 ids "
                                                  r"of .*brown-4k.model"):
         _glue_job(tmp_path, spm_model_file, vocab_size=99)
 
@@ -450,7 +452,7 @@ def test_glue_vocabulary_larger_than_config(tmp_path, spm_model_file):
 def test_glue_bad_label(tmp_path, spm_model_file):
     _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\na film\tmaybe\n")
     job = _glue_job(tmp_path, spm_model_file)
-    with pytest.raises(cli.UserInputError, match=r"SST-2/train.tsv, line 2, column 2: unknown "
+    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv, line 2, column 2: unknown "
                                                  r"label 'maybe'"):
         job.records("train")
 
@@ -482,13 +484,13 @@ def squad_files(tmp_path, spm_model_file):
 ])
 def test_squad_bad_input(squad_files, tmp_path, extra, message):
     names = dict(squad_files, missing=str(tmp_path / "missing.json"))
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         _squad(squad_files, tmp_path, *[item.format(**names) for item in extra])
 
 
 def test_squad_vocabulary_larger_than_config(squad_files, tmp_path):
     squad_files["config"] = _config_file(tmp_path, "small.json", vocab_size=100)
-    with pytest.raises(cli.UserInputError, match=r"small.json: vocab_size 100 is smaller"):
+    with pytest.raises(errors.UserInputError, match=r"small.json: vocab_size 100 is smaller"):
         _squad(squad_files, tmp_path, "--do_predict", f"--predict_file={squad_files['empty']}")
 
 
@@ -502,12 +504,12 @@ def _race_job(tmp_path, spm_model_file, **changes):
 def test_race_split_without_questions(tmp_path, spm_model_file):
     for level in ("middle", "high"):
         _write(tmp_path / "race" / "RACE" / "train" / level / "all.txt", "\n")
-    with pytest.raises(cli.UserInputError, match=r"RACE/train: no questions found"):
+    with pytest.raises(errors.UserInputError, match=r"RACE/train: no questions found"):
         _race_job(tmp_path, spm_model_file).cache("train")
 
 
 def test_race_dropout_out_of_range(tmp_path, spm_model_file):
-    with pytest.raises(cli.UserInputError, match=r"--dropout_prob=1.0: must be in \[0, 1\)"):
+    with pytest.raises(errors.UserInputError, match=r"--dropout_prob=1.0: must be in \[0, 1\)"):
         _race_job(tmp_path, spm_model_file, dropout_prob=1.0)
 
 
@@ -515,7 +517,7 @@ def test_race_dropout_out_of_range(tmp_path, spm_model_file):
 
 def test_output_dir_that_cannot_be_created(tmp_path):
     blocker = _write(tmp_path / "a-file", "x")
-    with pytest.raises(cli.UserInputError, match=r"--output_dir=.*a-file/out: cannot write"):
+    with pytest.raises(errors.UserInputError, match=r"--output_dir=.*a-file/out: cannot write"):
         output_lock.check_writable(os.path.join(blocker, "out"), "--output_dir")
 
 
@@ -607,7 +609,7 @@ def test_scripts_refuse_bad_input_with_one_line(tmp_path, spm_model_file):
 
 def test_crc32c_known_values():
     """CRC-32C's published check values (RFC 3720), and TFRecord's masking of the empty one."""
-    from albert_tf.crc32c import crc32c
+    from albert_tf.files.crc32c import crc32c
     assert crc32c(b"123456789") == 0xE3069283
     assert crc32c(b"\x00" * 32) == 0x8A9136AA
     assert tfrecord_check.masked_crc32c(b"") == 0xA282EAD8
@@ -639,7 +641,7 @@ def test_killed_data_run_never_reaches_training(real_data, spm_model_file, tmp_p
             assert ".tmp-" not in path
             tfrecord_check.count_records(path)  # complete files only
     else:
-        with pytest.raises(cli.UserInputError, match="matched no file"):
+        with pytest.raises(errors.UserInputError, match="matched no file"):
             file_patterns.expand(str(out / "*"), "--input_file")
     rerun = _spawn(*command)
     _, stderr = rerun.communicate(timeout=300)

@@ -1,11 +1,11 @@
-"""build_vocab.py and albert_tf.vocab: the ALBERT id layout, preprocessing, clear errors."""
+"""build_vocab.py and albert_tf.text.vocab: the ALBERT id layout, preprocessing, clear errors."""
 
 import os
 
 import pytest
 import sentencepiece as spm
 
-from albert_tf import vocab
+from albert_tf.text import vocab
 from tests.conftest import run_python
 
 USER_SYMBOLS = ["(", ")", "\"", "-", ".", "–", "£", "€"]

@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from albert_tf import cli, output_lock
+from albert_tf import cli, errors
+from albert_tf.files import output_lock
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,9 +24,9 @@ def _script(tmp_path, body):
 
 def test_user_input_error_is_one_line_and_exit_2(tmp_path):
     result = _script(tmp_path, """
-        from albert_tf import cli
+        from albert_tf import cli, errors
         def main(argv):
-            raise cli.UserInputError("--learning_rate=-1: expected a number > 0")
+            raise errors.UserInputError("--learning_rate=-1: expected a number > 0")
         cli.run(main)
         """)
     assert result.returncode == cli.EXIT_USER_ERROR
@@ -45,12 +46,12 @@ def test_a_bug_keeps_its_traceback(tmp_path):
 
 
 def test_multiline_message_becomes_one_line():
-    assert cli.error_line(cli.UserInputError("a\nb"), "x.py") == "x.py: error: a b"
+    assert cli.error_line(errors.UserInputError("a\nb"), "x.py") == "x.py: error: a b"
 
 
 def test_second_writer_refused_and_released_on_exit(tmp_path):
     directory = str(tmp_path / "out")
-    script = ("from albert_tf import output_lock\n"
+    script = ("from albert_tf.files import output_lock\n"
               f"with output_lock.hold({directory!r}, 'train'): pass")
     with output_lock.hold(directory, "train"):
         second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -70,7 +71,7 @@ def test_lock_of_a_killed_process_is_free(tmp_path):
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
-            from albert_tf import output_lock
+            from albert_tf.files import output_lock
             with output_lock.hold({directory!r}, "train"):
                 print("held", flush=True)
                 time.sleep(600)
@@ -79,7 +80,7 @@ def test_lock_of_a_killed_process_is_free(tmp_path):
         env=dict(os.environ, PYTHONPATH=REPO_ROOT))
     try:
         assert child.stdout.readline().strip() == "held"
-        with pytest.raises(cli.UserInputError, match="another train run"):
+        with pytest.raises(errors.UserInputError, match="another train run"):
             with output_lock.hold(directory, "train"):
                 pass
     finally:
@@ -96,7 +97,7 @@ def test_unwritable_directory_named(tmp_path):
         locked = tmp_path / "ro"
         locked.mkdir(mode=0o500)
         target = str(locked / "out")
-    with pytest.raises(cli.UserInputError, match="albert_tf_cannot_exist|ro/out"):
+    with pytest.raises(errors.UserInputError, match="albert_tf_cannot_exist|ro/out"):
         with output_lock.hold(target, "train"):
             pass
 
@@ -107,7 +108,7 @@ def test_lock_is_reentrant_within_a_process(tmp_path):
         with output_lock.hold(directory, "eval"):
             pass
         child = subprocess.run(
-            [sys.executable, "-c", "from albert_tf import output_lock\n"
+            [sys.executable, "-c", "from albert_tf.files import output_lock\n"
              f"with output_lock.hold({directory!r}, 'eval'): pass"],
             capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
             env=dict(os.environ, PYTHONPATH=REPO_ROOT))

@@ -1,4 +1,4 @@
-from albert_tf import data_sources
+from albert_tf.demo import data_sources
 
 
 def test_brown_detokenization():

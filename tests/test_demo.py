@@ -12,7 +12,7 @@ from tests.conftest import REPO_ROOT
 
 def _run_demo(data_dir, output_dir):
     result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.demo", f"--data_dir={data_dir}",
+        [sys.executable, "-m", "albert_tf.demo.pipeline", f"--data_dir={data_dir}",
          f"--output_dir={output_dir}", "--quick"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -5,7 +5,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from albert_tf import feature_records
+from albert_tf.files import feature_records
 
 
 def test_fingerprint_follows_the_bytes_and_skips_missing_paths(tmp_path):

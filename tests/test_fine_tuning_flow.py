@@ -3,7 +3,7 @@
 from absl import app, flags
 import pytest
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.config import AlbertConfig
 from albert_tf.scripts import run_classifier, run_race, run_tagging
 from albert_tf.training import fine_tuning
@@ -67,7 +67,7 @@ class _FakeTrainer:
 class _RecordingJob(fine_tuning.FineTuningJob):
     """A job that records what the flow asks of it, in order."""
 
-    class Error(cli.UserInputError):
+    class Error(errors.UserInputError):
         pass
 
     error_class = Error

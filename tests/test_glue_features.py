@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.glue import features, processors
 from albert_tf.glue.processors import InputExample
 

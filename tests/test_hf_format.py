@@ -1,4 +1,4 @@
-"""Hugging Face model folders ↔ checkpoints in the original layout (`albert_tf.hf_format`,
+"""Hugging Face model folders ↔ checkpoints in the original layout (`albert_tf.huggingface.hf_format`,
 export_to_hf.py, import_from_hf.py), checked against transformers itself: the exported folder
 loads with `AutoModel*.from_pretrained` and gives our outputs, and a folder transformers wrote
 imports into a checkpoint our models load with its outputs."""
@@ -13,7 +13,9 @@ import tensorflow as tf
 import torch
 import transformers
 
-from albert_tf import checkpoints, hf_format, tokenization
+from albert_tf import checkpoints
+from albert_tf.huggingface import hf_format
+from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling import classifier, multiple_choice, pretraining, squad_heads
 from tests.conftest import REPO_ROOT, brown_config

@@ -1,7 +1,7 @@
 """Parity with an independent implementation: Hugging Face `transformers` ALBERT on PyTorch.
 
 Both directions go through the original checkpoint layout: our checkpoint → HF (the name
-table of `albert_tf.hf_format`, as transformers 5 has no TF checkpoint loader), and HF weights
+table of `albert_tf.huggingface.hf_format`, as transformers 5 has no TF checkpoint loader), and HF weights
 written under the original names (the same table, read the other way) →
 `checkpoints.load_into`. Every variable is randomised first (biases, LayerNorm gammas/betas
 included), so a misplaced tensor shows.
@@ -13,7 +13,8 @@ import pytest
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from albert_tf import checkpoints, hf_format, hf_interop  # noqa: E402
+from albert_tf import checkpoints  # noqa: E402
+from albert_tf.huggingface import hf_format, hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.modeling import pretraining  # noqa: E402
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets
 from tests.conftest import copy_weights
@@ -29,7 +29,7 @@ def test_parse_buckets(text, expected):
     ("32,x", "--length_buckets=32,x: expected auto, off"), ("64,32", "ascending"),
     ("0,32", "ascending"), ("32,128", "128 exceeds --max_seq_length=64")])
 def test_parse_buckets_errors_name_the_flag(text, message):
-    with pytest.raises(cli.UserInputError, match=message):
+    with pytest.raises(errors.UserInputError, match=message):
         length_buckets.parse_buckets(text, 64)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import optimization
+from albert_tf.training import optimization
 
 EXCLUDED = ("LayerNorm", "layer_norm", "bias")
 

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from scipy import stats
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.pretraining import documents
 from albert_tf.pretraining import instances
 from albert_tf.pretraining import masking

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from scipy import stats
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.pretraining import create_data
 from albert_tf.pretraining import options as options_lib
 

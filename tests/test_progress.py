@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import progress, tokenization
+from albert_tf import progress
+from albert_tf.text import tokenization
 from albert_tf.glue import features as glue_features
 from albert_tf.glue.processors import InputExample
 from albert_tf.squad import features as squad_features

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from albert_tf import feature_records, tokenization
+from albert_tf.files import feature_records
+from albert_tf.text import tokenization
 from albert_tf.race import cache, examples, features, prepare, reader
 from tests import race_fixtures
 

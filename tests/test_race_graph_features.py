@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import tf_tokenization, tokenization
+from albert_tf.text import tf_tokenization, tokenization
 from albert_tf.race import examples, features, graph_features, reader
 from tests import race_fixtures
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from albert_tf import checkpoints, hf_interop
+from albert_tf import checkpoints
+from albert_tf.huggingface import hf_interop
 from albert_tf.modeling import multiple_choice
 
 

@@ -29,7 +29,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
-from albert_tf.curves import read_scalars
+from albert_tf.demo.curves import read_scalars
 from albert_tf.training import loop
 from tests.conftest import run_python
 

@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoints, hf_interop
+from albert_tf import checkpoints
+from albert_tf.huggingface import hf_interop
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import create_data, input_pipeline, options, task as pretraining_task
-from albert_tf.curves import read_scalars
+from albert_tf.demo.curves import read_scalars
 from albert_tf.training import loop
 from tests.conftest import REPO_ROOT, run_python, script_env
 

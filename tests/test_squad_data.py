@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.squad import alignment, metrics, feature_cache, features, reader, records
 
 SEQ, STRIDE, QUERY = 64, 16, 12

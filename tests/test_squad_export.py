@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from albert_tf import tf_tokenization, tokenization
+from albert_tf.text import tf_tokenization, tokenization
 from albert_tf.export import squad as squad_export
 from albert_tf.modeling import squad_heads
 from albert_tf.squad import features, postprocess, reader

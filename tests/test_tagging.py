@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import cli, data_sources, tokenization
+from albert_tf import errors
+from albert_tf.demo import data_sources
+from albert_tf.text import tokenization
 from albert_tf.scripts import run_tagging
 from albert_tf.tagging import features, metrics, reader
 
@@ -29,12 +31,12 @@ def test_reader_takes_first_and_last_columns_and_names_bad_lines(tmp_path):
     assert [(s.words, s.tags, s.line) for s in sentences] == [
         (("EU", "rejects"), ("B-ORG", "O"), 3), (("Peter",), ("B-PER",), 7)]
     bad = _write(tmp_path / "bad.txt", "The at\nFulton\n")
-    with pytest.raises(cli.UserInputError, match=r"bad.txt, line 2: expected 'token tag', got "
+    with pytest.raises(errors.UserInputError, match=r"bad.txt, line 2: expected 'token tag', got "
                                                  r"'Fulton'"):
         reader.read_sentences(bad)
-    with pytest.raises(cli.UserInputError, match=r"empty.txt: no sentences"):
+    with pytest.raises(errors.UserInputError, match=r"empty.txt: no sentences"):
         reader.read_sentences(_write(tmp_path / "empty.txt", "\n\n"))
-    with pytest.raises(cli.UserInputError, match=r"missing.txt: tagging file not found"):
+    with pytest.raises(errors.UserInputError, match=r"missing.txt: tagging file not found"):
         reader.read_sentences(str(tmp_path / "missing.txt"))
 
 

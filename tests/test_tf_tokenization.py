@@ -1,4 +1,4 @@
-"""albert_tf.tf_tokenization: the in-graph tokenizer against the Python FullTokenizer path,
+"""albert_tf.text.tf_tokenization: the in-graph tokenizer against the Python FullTokenizer path,
 offsets into the original text, pack_inputs against the original truncation, SavedModel use."""
 
 import random
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import tf_tokenization, tokenization
+from albert_tf.text import tf_tokenization, tokenization
 from tests import real_lines
 
 # Hand-picked text that exercises every per-character rule: Unicode whitespace, Final_Sigma,

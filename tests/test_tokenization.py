@@ -1,4 +1,4 @@
-"""albert_tf.tokenization against the original tokenization.py rules, the original BERT WordPiece test cases
+"""albert_tf.text.tokenization against the original tokenization.py rules, the original BERT WordPiece test cases
 and Hugging Face's sentencepiece-based `AlbertTokenizer` on real text."""
 
 import re
@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from tests import real_lines
 
 UNDERLINE = "\u2581"

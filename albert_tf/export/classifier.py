@@ -46,7 +46,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf import checkpoints
-from albert_tf import tf_tokenization
+from albert_tf.text import tf_tokenization
 from albert_tf.glue import features, task as glue_task
 from albert_tf.export import signature_methods
 from albert_tf.export import versioned

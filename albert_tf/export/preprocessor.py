@@ -11,7 +11,7 @@ encoder. Feed them to the model's `ids` signature. Only this SavedModel needs te
 import keras
 import tensorflow as tf
 
-from albert_tf import tf_tokenization
+from albert_tf.text import tf_tokenization
 from albert_tf.export import versioned
 from albert_tf.training import length_buckets
 

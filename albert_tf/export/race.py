@@ -21,7 +21,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf import checkpoints
-from albert_tf import tf_tokenization
+from albert_tf.text import tf_tokenization
 from albert_tf.export import versioned
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import graph_features, reader

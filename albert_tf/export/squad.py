@@ -34,7 +34,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import checkpoints, io_utils, tf_tokenization
+from albert_tf import checkpoints
+from albert_tf.files import io_utils
+from albert_tf.text import tf_tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import versioned
 from albert_tf.modeling import squad_heads

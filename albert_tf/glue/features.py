@@ -21,8 +21,9 @@ from typing import List, Union
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import cli, feature_records, progress
-from albert_tf.feature_records import (  # noqa: F401 (cache names: glue API)
+from albert_tf import errors, progress
+from albert_tf.files import feature_records
+from albert_tf.files.feature_records import (  # noqa: F401 (cache names: glue API)
     cached_record_path, float_feature, int64_feature)
 from albert_tf.glue import processors
 
@@ -75,7 +76,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
     else:
         label_map = {label: index for index, label in enumerate(label_list)}
         if example.label not in label_map:
-            raise cli.UserInputError(f"example {example.guid}: label {example.label!r} is not one of {label_list}")
+            raise errors.UserInputError(f"example {example.guid}: label {example.label!r} is not one of {label_list}")
         label_id = label_map[example.label]
     if ex_index < _LOGGED_EXAMPLES:
         logging.info("*** Example %s ***\ntokens: %s\ninput_ids: %s\nlabel: %s (id = %s)",
@@ -151,7 +152,7 @@ def get_or_create_records(processor, data_dir, split, task_name, max_seq_length,
                 "test": processor.get_test_examples}[split](data_dir)
     if not examples:
         # An empty split would train or evaluate on nothing (an endless wait on the iterator).
-        raise cli.UserInputError(f"{data_file}: no examples in the {split} file (expected a "
+        raise errors.UserInputError(f"{data_file}: no examples in the {split} file (expected a "
                                  "header line and one example per line)")
     path = cached_record_path(cached_dir, task_name, split, max_seq_length, data_file,
                               vocab_file, do_lower_case, use_spm)

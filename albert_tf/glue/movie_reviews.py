@@ -28,7 +28,8 @@ import zlib
 
 import tensorflow as tf
 
-from albert_tf import cli, io_utils
+from albert_tf import errors
+from albert_tf.files import io_utils
 
 POSITIVE_ABOVE = 0.5
 NEGATIVE_BELOW = -0.5
@@ -36,7 +37,7 @@ SCORE_RANGE = (-4.0, 4.0)
 STSB_RANGE = (0.0, 5.0)
 
 
-class MovieReviewsError(cli.UserInputError):
+class MovieReviewsError(errors.UserInputError):
     """A malformed line of movie_reviews.tsv; the message names the file and line."""
 
 

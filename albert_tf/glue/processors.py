@@ -20,10 +20,11 @@ from typing import Optional, Union
 
 from absl import logging
 
-from albert_tf import cli, tokenization
+from albert_tf import errors
+from albert_tf.text import tokenization
 
 
-class GlueDataError(cli.UserInputError):
+class GlueDataError(errors.UserInputError):
     """A GLUE file or row the processors cannot read; the message names file, line and column."""
 
 

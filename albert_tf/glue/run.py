@@ -20,14 +20,16 @@ import os
 from absl import logging
 import numpy as np
 
-from albert_tf import cli, io_utils, tokenization
+from albert_tf import errors
+from albert_tf.files import io_utils
+from albert_tf.text import tokenization
 from albert_tf.glue import features, processors
 from albert_tf.glue import task as glue_task
 from albert_tf.training import evaluation, fine_tuning, loop
 from albert_tf.training import length_buckets as length_buckets_lib
 
 
-class ClassifierFlagError(cli.UserInputError):
+class ClassifierFlagError(errors.UserInputError):
     """A flag combination run_classifier cannot run; the message names the flag."""
 
 

@@ -13,7 +13,8 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import cli, io_utils, output_lock
+from albert_tf import errors
+from albert_tf.files import io_utils, output_lock
 
 from albert_tf.pretraining import documents
 from albert_tf.pretraining import file_patterns
@@ -45,7 +46,7 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
     clashes = set(map(os.path.abspath, input_files)) & set(
         map(os.path.abspath, plan.outputs + [plan.summary_path]))
     if clashes:
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"--output_file would overwrite input file(s): {sorted(clashes)}")
     output_dir = os.path.dirname(plan.outputs[0]) or "."
     with output_lock.hold(output_dir, "data"):
@@ -75,7 +76,7 @@ def _create(input_files, plan, options, num_workers, progress_interval_seconds, 
     if num_workers is None:
         num_workers = default_num_workers()
     if num_workers < 1:
-        raise cli.UserInputError(f"--num_workers={num_workers}: expected at least 1")
+        raise errors.UserInputError(f"--num_workers={num_workers}: expected at least 1")
     num_workers = min(num_workers, len(input_files))
     logging.info("%d input file(s), %d worker(s), %s output: %s", len(input_files),
                  num_workers, plan.mode, ", ".join(plan.outputs[:3])

@@ -17,7 +17,8 @@ import os
 
 import numpy as np
 
-from albert_tf import cli, text_check
+from albert_tf import errors
+from albert_tf.files import text_check
 
 _LINES_PER_BATCH = 4096
 
@@ -132,7 +133,7 @@ def read_documents(path, line_encoder, typecode):
                 stats.tokens += len(ids)
     close_document()
     if not documents:
-        raise cli.UserInputError(f"{path}: input file contains no text (no line with tokens); expected "
+        raise errors.UserInputError(f"{path}: input file contains no text (no line with tokens); expected "
                          "one sentence per line with blank lines between documents")
     return documents, stats
 
@@ -149,5 +150,5 @@ def check_not_empty(path):
     """Fails early, naming the file, on an input file with no bytes at all or that is not
     UTF-8 text (a binary file or UTF-16 would otherwise become "training data")."""
     if "://" not in path and os.path.getsize(path) == 0:
-        raise cli.UserInputError(f"{path}: input file is empty")
+        raise errors.UserInputError(f"{path}: input file is empty")
     text_check.check_is_text(path)

@@ -10,7 +10,8 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import cli, io_utils
+from albert_tf import errors
+from albert_tf.files import io_utils
 
 _GLOB_CHARACTERS = ("*", "?", "[")
 
@@ -25,12 +26,12 @@ def expand(patterns, flag_name, exclude_suffixes=()):
     dropped; directories, hidden and temporary files and names ending in `exclude_suffixes`
     skipped.
 
-    Raises `cli.UserInputError` (`cli.MissingFileError` for a missing file) naming the flag and
+    Raises `errors.UserInputError` (`errors.MissingFileError` for a missing file) naming the flag and
     the pattern or file.
     """
     items = [item.strip() for item in (patterns or "").split(",") if item.strip()]
     if not items:
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"{flag_name} is empty: expected a comma-separated list of files or globs")
     files = []
     seen = set()
@@ -41,13 +42,13 @@ def expand(patterns, flag_name, exclude_suffixes=()):
                        if not is_hidden_or_temporary(m) and not tf.io.gfile.isdir(m)
                        and not m.endswith(tuple(exclude_suffixes))]
             if not matches:
-                raise cli.MissingFileError(f"{flag_name}: pattern {item!r} matched no file "
+                raise errors.MissingFileError(f"{flag_name}: pattern {item!r} matched no file "
                                            "(hidden and temporary files are never matched)")
         else:
             if not tf.io.gfile.exists(item):
-                raise cli.MissingFileError(f"{flag_name}: file {item} does not exist")
+                raise errors.MissingFileError(f"{flag_name}: file {item} does not exist")
             if tf.io.gfile.isdir(item):
-                raise cli.UserInputError(f"{flag_name}: {item} is a directory; give files or a "
+                raise errors.UserInputError(f"{flag_name}: {item} is a directory; give files or a "
                                          f"glob such as {item.rstrip('/')}/*")
             matches = [item]
         for match in matches:

@@ -11,8 +11,8 @@ the file and the value to pass, instead of failing inside the graph.
 
 import tensorflow as tf
 
-from albert_tf import cli
-from albert_tf import tfrecord_check
+from albert_tf import errors
+from albert_tf.files import tfrecord_check
 from albert_tf.pretraining import file_patterns
 from albert_tf.pretraining import outputs
 from albert_tf.pretraining import records
@@ -48,12 +48,12 @@ def _check_first_record(path, max_seq_length, max_predictions_per_seq):
             ("input_ids", max_seq_length, "max_seq_length"),
             ("masked_lm_positions", max_predictions_per_seq, "max_predictions_per_seq")):
         if name not in features:
-            raise cli.UserInputError(f"{path}: not pretraining data (no {name} feature)")
+            raise errors.UserInputError(f"{path}: not pretraining data (no {name} feature)")
         actual = len(features[name].int64_list.value)
         if actual != expected:
             hint = (" (data made with --do_permutation has twice --max_predictions_per_seq)"
                     if name == "masked_lm_positions" else "")
-            raise cli.UserInputError(f"{path}: {name} has length {actual} but --{flag}={expected}; "
+            raise errors.UserInputError(f"{path}: {name} has length {actual} but --{flag}={expected}; "
                              f"pass --{flag}={actual}{hint}")
 
 

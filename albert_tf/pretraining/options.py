@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.pretraining import masking
 
 
@@ -35,23 +35,23 @@ class DataOptions:
     def validate(self):
         """Raises ValueError naming the flag and what was expected."""
         if not self.vocab_file and not self.spm_model_file:
-            raise cli.UserInputError("--vocab_file is required when --spm_model_file is not given")
+            raise errors.UserInputError("--vocab_file is required when --spm_model_file is not given")
         if self.input_file_mode not in ("r", "rb"):
-            raise cli.UserInputError(f"--input_file_mode={self.input_file_mode!r}: expected 'r' or 'rb' "
+            raise errors.UserInputError(f"--input_file_mode={self.input_file_mode!r}: expected 'r' or 'rb' "
                              "(input is always read as UTF-8 with bad bytes replaced)")
         if self.max_seq_length < 5:
-            raise cli.UserInputError(f"--max_seq_length={self.max_seq_length} is too small: "
+            raise errors.UserInputError(f"--max_seq_length={self.max_seq_length} is too small: "
                              "[CLS] A [SEP] B [SEP] needs at least 5 positions")
         for name in ("masked_lm_prob", "short_seq_prob"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise cli.UserInputError(f"--{name}={value}: expected a probability in [0, 1]")
+                raise errors.UserInputError(f"--{name}={value}: expected a probability in [0, 1]")
         for name in ("ngram", "dupe_factor", "shuffle_buffer_size"):
             if getattr(self, name) < 1:
-                raise cli.UserInputError(f"--{name}={getattr(self, name)}: expected at least 1")
+                raise errors.UserInputError(f"--{name}={getattr(self, name)}: expected at least 1")
         if self.max_predictions_per_seq < 0 or (
                 self.masked_lm_prob > 0 and self.max_predictions_per_seq < 1):
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"--max_predictions_per_seq={self.max_predictions_per_seq} is too small for the "
                 f"masking budget: with --masked_lm_prob={self.masked_lm_prob} every sequence "
                 "gets max(1, round(length x masked_lm_prob)) >= 1 predictions")

@@ -25,7 +25,8 @@ import uuid
 
 import tensorflow as tf
 
-from albert_tf import cli, io_utils
+from albert_tf import errors
+from albert_tf.files import io_utils
 from albert_tf.pretraining import records
 
 PER_INPUT = "per_input"
@@ -44,10 +45,10 @@ def plan_outputs(output_file, num_inputs):
     """The OutputPlan for the --output_file value and the number of input files."""
     paths = [item.strip() for item in (output_file or "").split(",") if item.strip()]
     if not paths:
-        raise cli.UserInputError("--output_file is empty: expected a TFRecord path (or several, "
+        raise errors.UserInputError("--output_file is empty: expected a TFRecord path (or several, "
                          "comma-separated, for round-robin output)")
     if len(set(paths)) != len(paths):
-        raise cli.UserInputError(f"--output_file lists a file twice: {output_file}")
+        raise errors.UserInputError(f"--output_file lists a file twice: {output_file}")
     summary_path = paths[0] + SUMMARY_SUFFIX
     if len(paths) > 1:
         return OutputPlan(ROUND_ROBIN, paths, summary_path)
@@ -82,7 +83,7 @@ def check_no_mixed_shards(plan):
         if other and other.group("base") == base and name not in planned:
             others.append(name)
     if others:
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"--output_file={first}: {directory} already holds another shard set of {base} "
             f"({', '.join(sorted(others)[:3])}{', ...' if len(others) > 3 else ''}) with a "
             "different number of shards; a glob over the folder would mix the two sets. Remove "
@@ -171,7 +172,7 @@ class OutputWriter:
                 streams = still_open
             if written < len(outputs):
                 # Raised inside the exit stack: every output is removed, none half-written.
-                raise cli.UserInputError(
+                raise errors.UserInputError(
                     f"--output_file lists {len(outputs)} files but the input made only "
                     f"{written} instances; list at most {written} files (or one, with several "
                     "input files, for one output per input)")

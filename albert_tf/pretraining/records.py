@@ -19,8 +19,8 @@ The tests compare these bytes with TensorFlow's serialization.
 import functools
 import struct
 
-from albert_tf import cli
-from albert_tf.crc32c import masked_crc32c
+from albert_tf import errors
+from albert_tf.files.crc32c import masked_crc32c
 
 # tf.train.Example wire format: Example.features = 1; Features.feature = 1 (map entries with
 # key = 1, value = 2); Feature.float_list = 2, Feature.int64_list = 3; *List.value = 1, packed.
@@ -157,15 +157,15 @@ def read_frames(reader):
         if not header:
             return
         if len(header) < _FRAME_HEADER:
-            raise cli.UserInputError(f"truncated TFRecord frame header in {getattr(reader, 'name', reader)}")
+            raise errors.UserInputError(f"truncated TFRecord frame header in {getattr(reader, 'name', reader)}")
         if masked_crc32c(header[:8]) != struct.unpack("<I", header[8:])[0]:
             # Not a frame: the length would be garbage (a text file asked for petabytes).
-            raise cli.UserInputError(f"not a TFRecord frame (bad length checksum) in "
+            raise errors.UserInputError(f"not a TFRecord frame (bad length checksum) in "
                              f"{getattr(reader, 'name', reader)}")
         (length,) = struct.unpack("<Q", header[:8])
         body = reader.read(length + _FRAME_FOOTER)
         if len(body) < length + _FRAME_FOOTER:
-            raise cli.UserInputError(f"truncated TFRecord frame in {getattr(reader, 'name', reader)}")
+            raise errors.UserInputError(f"truncated TFRecord frame in {getattr(reader, 'name', reader)}")
         yield header + body
 
 

@@ -11,7 +11,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import io_utils
+from albert_tf.files import io_utils
 from albert_tf.pretraining import file_patterns
 from albert_tf.pretraining import outputs as outputs_lib
 from albert_tf.pretraining import records

@@ -15,7 +15,7 @@ adds loss and global_step.
 import keras
 import tensorflow as tf
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.modeling import pretraining as pretraining_model
 from albert_tf.pretraining import input_pipeline
 from albert_tf.training import strategy as strategy_lib, task
@@ -50,7 +50,7 @@ class PretrainingTask(task.Task):
                  eval_input_files=None, seed=None):
         """`input_files`, `eval_input_files`: comma-separated files/globs (or lists of them)."""
         if max_seq_length > albert_config.max_position_embeddings:
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
                 f"{albert_config.max_position_embeddings} of the ALBERT config")
         self.albert_config = albert_config

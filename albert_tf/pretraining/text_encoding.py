@@ -10,7 +10,7 @@ Every other line is identical by construction: `EncodeAsIds` and `EncodeAsPieces
 segmentation and `PieceToId` maps a known piece to its id.
 """
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.pretraining import vocabulary as vocabulary_lib
 
 

@@ -20,8 +20,8 @@ id. No other id needs the surface text.
 
 import string
 
-from albert_tf import cli
-from albert_tf import tokenization
+from albert_tf import errors
+from albert_tf.text import tokenization
 
 SPIECE_UNDERLINE = "\u2581"
 _SP_SPECIAL_PIECES = frozenset(set(string.punctuation) - {"'", "<", "=", ">"})
@@ -49,7 +49,7 @@ class Vocabulary:
         vocab = tokenizer.vocab
         for special in ("[CLS]", "[SEP]", "[MASK]"):
             if special not in vocab:
-                raise cli.UserInputError(f"the vocabulary has no {special} token; ALBERT data needs "
+                raise errors.UserInputError(f"the vocabulary has no {special} token; ALBERT data needs "
                                  "[CLS], [SEP] and [MASK] (train it with build_vocab.py)")
         self.cls_id = vocab["[CLS]"]
         self.sep_id = vocab["[SEP]"]

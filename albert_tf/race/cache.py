@@ -14,8 +14,8 @@ choices concatenated), `label_ids`, `is_real_example`, `level_ids` (0 middle, 1 
 
 import tensorflow as tf
 
-from albert_tf import feature_records
-from albert_tf.feature_records import bytes_feature, int64_feature
+from albert_tf.files import feature_records
+from albert_tf.files.feature_records import bytes_feature, int64_feature
 from albert_tf.race import reader
 
 

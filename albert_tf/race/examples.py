@@ -7,7 +7,7 @@ any other question is followed by the option ("question option"). Texts are norm
 
 import dataclasses
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.race import reader
 
 

@@ -8,7 +8,7 @@ and the first `[SEP]`; segment 1 the choice and the last `[SEP]`.
 
 import dataclasses
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.race import reader
 
 LEVEL_IDS = {level: index for index, level in enumerate(reader.LEVELS)}
@@ -31,10 +31,10 @@ def check_lengths(max_seq_length, max_qa_length):
     """The original accepted any values; max_qa_length 0 kept every token (`tokens[-0:]`) and
     one above max_seq_length - 3 cut the article with a negative index."""
     if max_seq_length < 4:
-        raise cli.UserInputError(f"--max_seq_length={max_seq_length}: must be at least 4 "
+        raise errors.UserInputError(f"--max_seq_length={max_seq_length}: must be at least 4 "
                          "([CLS], [SEP], [SEP] and one token)")
     if not 1 <= max_qa_length <= max_seq_length - 3:
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"--max_qa_length={max_qa_length}: must be between 1 and max_seq_length - 3 = "
             f"{max_seq_length - 3}")
 

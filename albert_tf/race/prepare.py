@@ -12,7 +12,9 @@ import random
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import cli, feature_records, progress, tokenization
+from albert_tf import errors, progress
+from albert_tf.files import feature_records
+from albert_tf.text import tokenization
 from albert_tf.race import cache, examples, features, reader
 
 TRAIN_SHUFFLE_SEED = 12345
@@ -50,7 +52,7 @@ def prepare_split(settings, split, requested_path=None):
     normalize = examples.text_normalizer(bool(settings.spm_model_file), settings.do_lower_case)
     articles = list(reader.read_articles(settings.data_dir, split, settings.levels))
     if not any(article.questions for article in articles):
-        raise cli.UserInputError(f"{settings.data_dir}/RACE/{split}: no questions found for levels "
+        raise errors.UserInputError(f"{settings.data_dir}/RACE/{split}: no questions found for levels "
                          f"{', '.join(settings.levels)}")
     if split == "train":
         random.Random(TRAIN_SHUFFLE_SEED).shuffle(articles)

@@ -15,7 +15,7 @@ import re
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import cli
+from albert_tf import errors
 
 SPLITS = ("train", "dev", "test")
 LEVELS = ("middle", "high")
@@ -25,7 +25,7 @@ ALL_IN_ONE_FILE = "all.txt"
 _REQUIRED_KEYS = ("id", "article", "questions", "options", "answers")
 
 
-class RaceDataError(cli.UserInputError):
+class RaceDataError(errors.UserInputError):
     """A RACE file or article that cannot be read; the message names the file and article."""
 
 
@@ -46,7 +46,7 @@ def levels_from_flags(high_only=False, middle_only=False):
     """The levels `--high_only` / `--middle_only` select (the original silently read nothing
     when both were set)."""
     if high_only and middle_only:
-        raise cli.UserInputError("--high_only and --middle_only exclude each other; set at most one")
+        raise errors.UserInputError("--high_only and --middle_only exclude each other; set at most one")
     if high_only:
         return ("high",)
     if middle_only:

@@ -24,7 +24,9 @@ import os
 
 from absl import logging
 
-from albert_tf import cli, io_utils, tokenization
+from albert_tf import errors
+from albert_tf.files import io_utils
+from albert_tf.text import tokenization
 from albert_tf.race import features, metrics, prepare, reader
 from albert_tf.race import task as race_task
 from albert_tf.training import evaluation, fine_tuning, loop
@@ -33,7 +35,7 @@ PREDICT_RESULTS = "predict_results.txt"
 TEST_PREDICTIONS = "test_predictions.tsv"
 
 
-class RaceFlagError(cli.UserInputError):
+class RaceFlagError(errors.UserInputError):
     """A flag combination run_race cannot run; the message names the flag."""
 
 

@@ -13,7 +13,7 @@ from absl import flags
 from absl import logging
 
 from albert_tf import cli
-from albert_tf import vocab
+from albert_tf.text import vocab
 
 DEFAULTS = vocab.ALBERT_SPM_DEFAULTS
 

@@ -7,12 +7,13 @@
 
 Writes config.json (hidden_act gelu_new: the original's tanh GELU), model.safetensors and, with
 --spm_model_file, spiece.model and the tokenizer config; transformers 5 and keras-hub read it.
-Neither PyTorch nor transformers is needed to write it. The logic is `albert_tf.hf_format`.
+Neither PyTorch nor transformers is needed to write it. The logic is `albert_tf.huggingface.hf_format`.
 """
 
 from absl import flags, logging
 
-from albert_tf import cli, hf_format
+from albert_tf import cli
+from albert_tf.huggingface import hf_format
 from albert_tf.config import AlbertConfig
 
 

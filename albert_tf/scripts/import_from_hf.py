@@ -7,12 +7,13 @@
 Reads config.json and model.safetensors (or pytorch_model.bin, with torch installed) and writes
 albert_config.json, model.ckpt-0 (the original's variable names, `global_step` 0) and
 spiece.model into --output_dir; every script takes it as --init_checkpoint. Nothing is
-downloaded: --hf_model_dir is a local folder. The logic is `albert_tf.hf_format`.
+downloaded: --hf_model_dir is a local folder. The logic is `albert_tf.huggingface.hf_format`.
 """
 
 from absl import flags, logging
 
-from albert_tf import cli, hf_format
+from albert_tf import cli
+from albert_tf.huggingface import hf_format
 
 
 def define_flags(flag_values):

@@ -12,7 +12,8 @@ TPUEstimator. New flags: --eval_input_file, --precision, --enable_xla,
 
 from absl import app, flags, logging
 
-from albert_tf import cli, output_lock, tfrecord_check
+from albert_tf import cli
+from albert_tf.files import output_lock, tfrecord_check
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import file_patterns, outputs, task as pretraining_task
 from albert_tf.training import driver, flags as training_flags

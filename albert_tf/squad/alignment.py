@@ -12,7 +12,7 @@ is a MISMATCH and its questions are skipped.
 
 import dataclasses
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 
 _UNSET, _FROM_UP, _FROM_LEFT, _MATCH = -1, 0, 1, 2
 

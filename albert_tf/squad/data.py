@@ -12,7 +12,7 @@ import random
 
 from absl import logging
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.squad import feature_cache, features, reader
 
 TRAIN_SHUFFLE_SEED = 12345  # the original shuffles the training examples once with this seed
@@ -64,7 +64,7 @@ def _convert(examples, tokenizer, options, is_training):
 
 def _require_examples(examples, input_file, flag_name):
     if not examples:
-        raise cli.UserInputError(f"{flag_name}={input_file}: no question in the file (expected "
+        raise errors.UserInputError(f"{flag_name}={input_file}: no question in the file (expected "
                                  "SQuAD JSON: data[].paragraphs[].qas[])")
 
 

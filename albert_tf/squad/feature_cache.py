@@ -16,7 +16,8 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import cli, feature_records, io_utils
+from albert_tf import errors
+from albert_tf.files import feature_records, io_utils
 from albert_tf.squad import features as features_lib
 from albert_tf.squad import records
 
@@ -88,6 +89,6 @@ def read(key, record_path, side_path):
     with tf.io.gfile.GFile(side_path, "r") as reader:
         side = json.load(reader)
     if side.get("key") != key:
-        raise cli.UserInputError(f"{side_path}: feature cache built for {side.get('key')!r}, "
+        raise errors.UserInputError(f"{side_path}: feature cache built for {side.get('key')!r}, "
                          f"expected {key!r}; delete it or choose another path")
     return side["num_features"], [_metadata_to_feature(e) for e in side.get("features", [])]

@@ -13,7 +13,8 @@ import dataclasses
 
 from absl import logging
 
-from albert_tf import cli, progress, tokenization
+from albert_tf import errors, progress
+from albert_tf.text import tokenization
 from albert_tf.squad import alignment
 
 FIRST_UNIQUE_ID = 1000000000
@@ -101,7 +102,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     the alignment rejects are skipped with their qas ids (the original's "MISMATCH DETECTED!").
     """
     if max_seq_length <= max_query_length + 3:
-        raise cli.UserInputError(f"max_seq_length ({max_seq_length}) must be greater than "
+        raise errors.UserInputError(f"max_seq_length ({max_seq_length}) must be greater than "
                          f"max_query_length ({max_query_length}) + 3")
     sp_model = tokenizer.sp_model
     cls_id, sep_id = sp_model.PieceToId("[CLS]"), sp_model.PieceToId("[SEP]")

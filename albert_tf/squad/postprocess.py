@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from albert_tf import io_utils
+from albert_tf.files import io_utils
 
 V1_EMPTY_TEXT = "empty"
 V2_EMPTY_LOG_PROB = -1e6

@@ -13,10 +13,10 @@ import json
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import cli
+from albert_tf import errors
 
 
-class SquadFormatError(cli.UserInputError):
+class SquadFormatError(errors.UserInputError):
     """The SQuAD JSON does not have the official layout."""
 
 
@@ -48,7 +48,7 @@ def load_squad_json(input_file):
     except json.JSONDecodeError as error:
         raise SquadFormatError(f"{input_file}: not valid JSON ({error})") from error
     except tf.errors.NotFoundError as error:
-        raise cli.MissingFileError(f"{input_file}: SQuAD file not found") from error
+        raise errors.MissingFileError(f"{input_file}: SQuAD file not found") from error
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise SquadFormatError(
             f"{input_file}: expected a JSON object with a list under \"data\" "

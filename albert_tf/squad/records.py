@@ -7,8 +7,8 @@ Record layout (the original `FeatureWriter`): `unique_ids` int64 scalar; `input_
 
 import tensorflow as tf
 
-from albert_tf import feature_records
-from albert_tf.feature_records import int64_feature
+from albert_tf.files import feature_records
+from albert_tf.files.feature_records import int64_feature
 
 SEQUENCE_FIELDS = ("input_ids", "input_mask", "segment_ids", "p_mask")
 LABEL_FIELDS = ("start_positions", "end_positions", "is_impossible")

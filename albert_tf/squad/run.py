@@ -18,7 +18,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoints, cli, io_utils, tokenization
+from albert_tf import checkpoints, errors
+from albert_tf.files import io_utils
+from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.squad import data, prediction
 from albert_tf.squad import task as squad_task
@@ -64,29 +66,29 @@ class SquadRun:
 
     def validate(self, albert_config):
         if not (self.do_train or self.do_predict):
-            raise cli.UserInputError("At least one of --do_train, --do_predict (or --export_dir) "
+            raise errors.UserInputError("At least one of --do_train, --do_predict (or --export_dir) "
                              "must be given")
         if self.do_train and not self.train_file:
-            raise cli.UserInputError("--do_train needs --train_file")
+            raise errors.UserInputError("--do_train needs --train_file")
         fine_tuning.check_init_checkpoint(self.init_checkpoint, self.allow_random_init,
                                           self.do_train, self.output_dir)
         if self.do_predict and not self.predict_file:
-            raise cli.UserInputError("--do_predict needs --predict_file")
+            raise errors.UserInputError("--do_predict needs --predict_file")
         if self.max_seq_length > albert_config.max_position_embeddings:
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"--max_seq_length={self.max_seq_length} exceeds max_position_embeddings="
                 f"{albert_config.max_position_embeddings} of {self.albert_config_file}")
         if self.max_seq_length <= self.max_query_length + 3:
-            raise cli.UserInputError(f"--max_seq_length ({self.max_seq_length}) must be greater than "
+            raise errors.UserInputError(f"--max_seq_length ({self.max_seq_length}) must be greater than "
                              f"--max_query_length ({self.max_query_length}) + 3")
         for name in ("doc_stride", "n_best_size", "max_answer_length", "predict_batch_size"):
             if getattr(self, name) <= 0:
-                raise cli.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
+                raise errors.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
         if self.version_2_with_negative:
             if self.start_n_top > self.max_seq_length or self.end_n_top > self.max_seq_length:
-                raise cli.UserInputError("--start_n_top and --end_n_top must be ≤ --max_seq_length")
+                raise errors.UserInputError("--start_n_top and --end_n_top must be ≤ --max_seq_length")
         elif self.threshold_predict_file or self.null_score_diff_threshold is not None:
-            raise cli.UserInputError("--threshold_predict_file / --null_score_diff_threshold apply "
+            raise errors.UserInputError("--threshold_predict_file / --null_score_diff_threshold apply "
                              "only with --version_2_with_negative")
 
     @property
@@ -128,7 +130,7 @@ def run(options, strategy, training_config):
         total_steps = num_train_steps(num_examples, training_config.train_batch_size,
                                       options.num_train_epochs)
         if total_steps <= 0:
-            raise cli.UserInputError(f"{options.train_file}: {num_examples} examples × "
+            raise errors.UserInputError(f"{options.train_file}: {num_examples} examples × "
                              f"{options.num_train_epochs} epochs / batch "
                              f"{training_config.train_batch_size} gives no training step")
         logging.info("num_train_steps = %d (%d examples)", total_steps, num_examples)
@@ -158,7 +160,7 @@ def _length_buckets(options, strategy):
         return training_flags.resolve_length_buckets(options.length_buckets,
                                                      options.max_seq_length, strategy)
     if options.length_buckets.strip().lower() not in ("auto", "off", "none", "false", "0"):
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"--length_buckets={options.length_buckets}: SQuAD v1.1's heads score padding "
             "positions (as the original's), so trimmed batches would change its loss and "
             "answers; length buckets need --version_2_with_negative")
@@ -234,7 +236,7 @@ def evaluate_checkpoints(trainer, evaluator, options, last_step):
 def _evaluate_init_checkpoint(evaluate, options):
     """No checkpoint in --output_dir: scores --init_checkpoint (a fine-tuned SQuAD one) once."""
     if not options.init_checkpoint:
-        raise cli.UserInputError(f"--do_predict: no model.ckpt-<step> in {options.output_dir} "
+        raise errors.UserInputError(f"--do_predict: no model.ckpt-<step> in {options.output_dir} "
                                  "and no --init_checkpoint to predict with")
     results = evaluate(options.init_checkpoint)
     lines = [f"{key} = {results[key]}" for key in sorted(results)]
@@ -256,7 +258,7 @@ def _predict_unlabelled(trainer, evaluator, options, existing):
     elif options.init_checkpoint:
         checkpoint = options.init_checkpoint
     else:
-        raise cli.UserInputError(f"--do_predict: no checkpoint in {options.output_dir} and no "
+        raise errors.UserInputError(f"--do_predict: no checkpoint in {options.output_dir} and no "
                                  "--init_checkpoint to predict with")
     trainer.checkpoints.restore_model(checkpoint)
     threshold = evaluator.predict_unlabelled(trainer.model, options.output_dir)

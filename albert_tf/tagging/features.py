@@ -9,9 +9,10 @@ pieces are cut (counted and logged). `sentence_index` keys the outputs back to t
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import progress, tokenization
-from albert_tf import feature_records
-from albert_tf.feature_records import int64_feature
+from albert_tf import progress
+from albert_tf.text import tokenization
+from albert_tf.files import feature_records
+from albert_tf.files.feature_records import int64_feature
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids", "label_ids", "label_weights")
 

@@ -9,12 +9,12 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import cli
+from albert_tf import errors
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
 
-class TaggingDataError(cli.UserInputError):
+class TaggingDataError(errors.UserInputError):
     """A tagging file that is missing or not in the `token tag` layout; names file and line."""
 
 

@@ -13,7 +13,9 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import cli, feature_records, io_utils, tokenization
+from albert_tf import errors
+from albert_tf.files import feature_records, io_utils
+from albert_tf.text import tokenization
 from albert_tf.tagging import features, reader
 from albert_tf.tagging import task as tagging_task
 from albert_tf.training import fine_tuning, loop
@@ -28,10 +30,10 @@ class TaggingJob(fine_tuning.FineTuningJob):
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, spm_model_file=None,
                  vocab_file=None, do_lower_case=True, length_buckets=None):
         if not spm_model_file and not vocab_file:
-            raise cli.UserInputError("give --spm_model_file (SentencePiece) or --vocab_file "
+            raise errors.UserInputError("give --spm_model_file (SentencePiece) or --vocab_file "
                                      "(WordPiece)")
         if max_seq_length > albert_config.max_position_embeddings:
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings "
                 f"{albert_config.max_position_embeddings} of --albert_config_file")
         self.data_dir, self.output_dir = data_dir, output_dir

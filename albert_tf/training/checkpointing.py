@@ -22,7 +22,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import checkpoints, cli
+from albert_tf import checkpoints, errors
 
 CHECKPOINT_PREFIX = "model.ckpt"
 _STEP_PATTERN = re.compile(r"model\.ckpt-(\d+)$")
@@ -93,7 +93,7 @@ class CheckpointManager:
         reader = tf.train.load_checkpoint(path)
         report = checkpoints.load_into(self.variables_by_name, path)
         if getattr(report, "missing", ()):
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"{path}: cannot evaluate, the checkpoint lacks {list(report.missing)}")
         step = int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
         self.optimizer.iterations.assign(step)
@@ -103,12 +103,12 @@ class CheckpointManager:
         """Model, slots and global_step from `path`; returns the step."""
         reader = tf.train.load_checkpoint(path)
         if not reader.has_tensor("global_step"):
-            raise cli.UserInputError(f"{path}: no global_step; not a training checkpoint (use "
+            raise errors.UserInputError(f"{path}: no global_step; not a training checkpoint (use "
                              "--init_checkpoint to warm start from it)")
         report = checkpoints.load_into(self._state_variables(), path)
         missing = [name for name in getattr(report, "missing", ())]
         if missing:
-            raise cli.UserInputError(f"{path}: cannot resume, the checkpoint lacks {missing}")
+            raise errors.UserInputError(f"{path}: cannot resume, the checkpoint lacks {missing}")
         step = int(reader.get_tensor("global_step"))
         self.optimizer.iterations.assign(step)
         logging.info("Restored %d variables and global_step %d from %s",

@@ -20,7 +20,8 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import checkpoints, cli, io_utils, output_lock
+from albert_tf import checkpoints, errors
+from albert_tf.files import io_utils, output_lock
 from albert_tf.training import checkpointing
 
 BEST_NAME = checkpoints.BEST_CHECKPOINT_NAME
@@ -64,12 +65,12 @@ class CheckpointEvaluator:
             text = reader.read().strip()
         parts = text.split(":")
         if len(parts) != 3:
-            raise cli.UserInputError(f"{self.state_path}: expected 'last_step:best_step:best_value', "
+            raise errors.UserInputError(f"{self.state_path}: expected 'last_step:best_step:best_value', "
                              f"got {text!r}")
         try:
             last, best_step, best_value = int(parts[0]), int(parts[1]), float(parts[2])
         except ValueError as error:
-            raise cli.UserInputError(f"{self.state_path}: {error} in {text!r}") from error
+            raise errors.UserInputError(f"{self.state_path}: {error} in {text!r}") from error
         return last, best_step, (None if best_step < 0 else best_value)
 
     def _write_state(self):

@@ -15,13 +15,14 @@ the same way, with the same flags, for every task.
 
 from absl import logging
 
-from albert_tf import checkpoints, cli, output_lock
+from albert_tf import checkpoints, errors
+from albert_tf.files import output_lock
 from albert_tf.training import evaluation
 from albert_tf.training import flags as training_flags
 
 
 def check_init_checkpoint(init_checkpoint, allow_random_init, do_train, output_dir,
-                          error_class=cli.UserInputError):
+                          error_class=errors.UserInputError):
     """Training must start from a checkpoint unless --allow_random_init says otherwise (or a
     checkpoint in `output_dir` resumes the run); a given --init_checkpoint must exist."""
     if init_checkpoint:
@@ -42,7 +43,7 @@ class FineTuningJob:
     (metrics with `global_step`) and `predict(trainer, batch_size)` (the paths written).
     """
 
-    error_class = cli.UserInputError  # the job's flag error; its messages name the flag
+    error_class = errors.UserInputError  # the job's flag error; its messages name the flag
     dev_set_name = "dev set"
 
     def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):

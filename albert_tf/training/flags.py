@@ -24,7 +24,8 @@ import os
 from absl import app
 from absl import flags
 
-from albert_tf import cli, optimization
+from albert_tf import cli
+from albert_tf.training import optimization
 from albert_tf.training import length_buckets, loop, strategy as strategy_lib
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")

@@ -20,7 +20,7 @@ program.
 
 import tensorflow as tf
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.training import strategy as strategy_lib
 
 SMALLEST_BUCKET = 16
@@ -48,12 +48,12 @@ def parse_buckets(text, max_seq_length, flag_name="length_buckets"):
     try:
         lengths = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise cli.UserInputError(f"--{flag_name}={text}: expected auto, off, or ascending "
+        raise errors.UserInputError(f"--{flag_name}={text}: expected auto, off, or ascending "
                                  "integers such as 32,64,128") from None
     if not lengths or any(n <= 0 for n in lengths) or lengths != sorted(set(lengths)):
-        raise cli.UserInputError(f"--{flag_name}={text}: expected ascending positive lengths")
+        raise errors.UserInputError(f"--{flag_name}={text}: expected ascending positive lengths")
     if lengths[-1] > max_seq_length:
-        raise cli.UserInputError(f"--{flag_name}={text}: {lengths[-1]} exceeds "
+        raise errors.UserInputError(f"--{flag_name}={text}: {lengths[-1]} exceeds "
                                  f"--max_seq_length={max_seq_length}")
     if lengths[-1] < max_seq_length:
         lengths.append(max_seq_length)

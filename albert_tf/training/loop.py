@@ -34,7 +34,9 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from albert_tf import cli, io_utils, optimization, output_lock
+from albert_tf import errors
+from albert_tf.files import io_utils, output_lock
+from albert_tf.training import optimization
 from albert_tf.training import checkpointing, prediction, strategy as strategy_lib
 
 PRECISION_POLICIES = {
@@ -74,16 +76,16 @@ class TrainingConfig:
                     "iterations_per_loop", "gradient_accumulation_steps", "keep_checkpoint_max")
         for name in positive:
             if getattr(self, name) <= 0:
-                raise cli.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
+                raise errors.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
         if self.precision not in PRECISION_POLICIES:
-            raise cli.UserInputError(f"--precision must be one of {', '.join(PRECISION_POLICIES)}, "
+            raise errors.UserInputError(f"--precision must be one of {', '.join(PRECISION_POLICIES)}, "
                              f"got {self.precision!r}")
         if self.optimizer not in optimization.OPTIMIZERS:
-            raise cli.UserInputError(f"--optimizer must be one of {', '.join(optimization.OPTIMIZERS)}, "
+            raise errors.UserInputError(f"--optimizer must be one of {', '.join(optimization.OPTIMIZERS)}, "
                              f"got {self.optimizer!r}")
         split = num_replicas * self.gradient_accumulation_steps
         if self.train_batch_size % split:
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"--train_batch_size={self.train_batch_size} must be divisible by the number of "
                 f"replicas ({num_replicas}) x --gradient_accumulation_steps "
                 f"({self.gradient_accumulation_steps}) = {split}")

@@ -12,7 +12,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import cli
+from albert_tf import errors
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -24,7 +24,7 @@ def _cluster_task_count():
     try:
         cluster = json.loads(raw).get("cluster", {})
     except json.JSONDecodeError as error:
-        raise cli.UserInputError(f"TF_CONFIG is not valid JSON ({error}): {raw!r}") from error
+        raise errors.UserInputError(f"TF_CONFIG is not valid JSON ({error}): {raw!r}") from error
     return sum(len(tasks) for role, tasks in cluster.items() if role in ("chief", "worker"))
 
 
@@ -37,7 +37,7 @@ def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master, num_tpu_cores):
     device_assignment = None
     if num_tpu_cores != available:
         if num_tpu_cores > available:
-            raise cli.UserInputError(f"--num_tpu_cores={num_tpu_cores} but the TPU has {available} cores")
+            raise errors.UserInputError(f"--num_tpu_cores={num_tpu_cores} but the TPU has {available} cores")
         device_assignment = tf.tpu.experimental.DeviceAssignment.build(
             topology, num_replicas=num_tpu_cores)
     return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=device_assignment)
@@ -47,10 +47,10 @@ def resolve_strategy(distribution_strategy="auto", use_tpu=False, tpu_name=None,
                      gcp_project=None, master=None, num_tpu_cores=8):
     """Returns the strategy the flags ask for; logs the choice and the replica count."""
     if distribution_strategy not in STRATEGIES:
-        raise cli.UserInputError(f"--distribution_strategy must be one of {', '.join(STRATEGIES)}, "
+        raise errors.UserInputError(f"--distribution_strategy must be one of {', '.join(STRATEGIES)}, "
                          f"got {distribution_strategy!r}")
     if use_tpu and distribution_strategy not in ("auto", "tpu"):
-        raise cli.UserInputError(f"--use_tpu conflicts with --distribution_strategy="
+        raise errors.UserInputError(f"--use_tpu conflicts with --distribution_strategy="
                          f"{distribution_strategy}; drop one of them")
     choice = distribution_strategy
     if choice == "auto":

@@ -14,8 +14,8 @@ import struct
 
 import tensorflow as tf
 
-from albert_tf import cli
-from albert_tf.crc32c import masked_crc32c
+from albert_tf import errors
+from albert_tf.files.crc32c import masked_crc32c
 
 _HEADER = 12
 _FOOTER = 4
@@ -25,7 +25,7 @@ _checked = {}  # (path, size, mtime) -> records: every evaluation re-reads the s
 
 
 def count_records(path):
-    """The number of records in `path`; raises `cli.UserInputError` naming the file and the
+    """The number of records in `path`; raises `errors.UserInputError` naming the file and the
     byte offset of the first bad frame. Cached per file size and modification time."""
     stat = tf.io.gfile.stat(path)
     key = (path, stat.length, stat.mtime_nsec)
@@ -59,25 +59,25 @@ def _walk(path, size, read_at):
     while offset < size:
         header = read_at(offset, _HEADER)
         if len(header) < _HEADER:
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"{path}: truncated TFRecord file: a frame header at byte offset {offset} "
                 f"is cut off at the end of the file ({size} bytes)")
         length_bytes, (length_crc,) = header[:8], struct.unpack("<I", header[8:])
         if _length_checksum(length_bytes) != length_crc:
             what = "not a TFRecord file" if count == 0 else "corrupt TFRecord file"
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"{path}: {what}: bad length checksum in the record at byte offset {offset}")
         (length,) = struct.unpack("<Q", length_bytes)
         end = offset + _HEADER + length + _FOOTER
         if end > size:
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"{path}: truncated TFRecord file: the record at byte offset {offset} needs "
                 f"{end} bytes, the file has {size}")
         if count == 0:
             data = read_at(offset + _HEADER, length)
             (data_crc,) = struct.unpack("<I", read_at(offset + _HEADER + length, _FOOTER))
             if masked_crc32c(data) != data_crc:
-                raise cli.UserInputError(
+                raise errors.UserInputError(
                     f"{path}: corrupt TFRecord file: bad data checksum in the record at byte "
                     f"offset {offset}")
         offset = end
@@ -92,6 +92,6 @@ def check_files(paths, flag_name):
     counts = {path: count_records(path) for path in paths}
     if not any(counts.values()):
         shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-        raise cli.UserInputError(f"{flag_name}: no record in {shown} (every file is empty)")
+        raise errors.UserInputError(f"{flag_name}: no record in {shown} (every file is empty)")
     return counts
 

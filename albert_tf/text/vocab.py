@@ -10,8 +10,9 @@ import os
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from albert_tf import cli, text_check
-from albert_tf import tokenization
+from albert_tf import errors
+from albert_tf.files import text_check
+from albert_tf.text import tokenization
 
 ALBERT_SPM_DEFAULTS = {
     "vocab_size": 30000,
@@ -55,10 +56,10 @@ def expand_input_patterns(patterns):
             continue
         matched = sorted(_gfile().glob(pattern) if "://" in pattern else glob.glob(pattern))
         if not matched:
-            raise cli.MissingFileError(f"--input: no file matches {pattern!r}")
+            raise errors.MissingFileError(f"--input: no file matches {pattern!r}")
         files.extend(matched)
     if not files:
-        raise cli.MissingFileError("--input: no input files given")
+        raise errors.MissingFileError("--input: no input files given")
     return files
 
 
@@ -70,7 +71,7 @@ def _check_text_inputs(input_files):
         head = text_check.check_is_text(path)
         has_text = has_text or bool(head.strip()) or len(head) == text_check.SNIFF_BYTES
     if not has_text:
-        raise cli.UserInputError(f"--input: {', '.join(input_files)}: no text in the input "
+        raise errors.UserInputError(f"--input: {', '.join(input_files)}: no text in the input "
                                  "(the files are empty or blank)")
 
 
@@ -111,12 +112,12 @@ def train_albert_spm(input_files, model_prefix, preprocess=False, do_lower_case=
     """
     for path in input_files:
         if not _exists(path):
-            raise cli.MissingFileError(f"{path}: vocabulary input file does not exist")
+            raise errors.MissingFileError(f"{path}: vocabulary input file does not exist")
     _check_text_inputs(input_files)
     unknown = sorted(set(overrides) - set(trainer_options()))
     reserved = sorted(set(overrides) & set(_RESERVED))
     if unknown or reserved:
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"unknown SentencePiece trainer option(s) {unknown + reserved}; valid options: "
             f"{', '.join(o for o in trainer_options() if o not in _RESERVED)}")
     settings = dict(ALBERT_SPM_DEFAULTS)
@@ -126,7 +127,7 @@ def train_albert_spm(input_files, model_prefix, preprocess=False, do_lower_case=
         settings["sentence_iterator"] = _preprocessed_lines(input_files, do_lower_case)
     else:
         settings["input"] = ",".join(input_files)
-    from albert_tf import io_utils  # imports TensorFlow; not needed to report bad flags
+    from albert_tf.files import io_utils  # imports TensorFlow; not needed to report bad flags
     directory = os.path.dirname(os.path.abspath(model_prefix))
     os.makedirs(directory, exist_ok=True)
     with io_utils.atomic_path(model_prefix + ".model") as temp_model:

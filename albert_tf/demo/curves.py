@@ -9,7 +9,7 @@ import os
 from tensorboard.backend.event_processing import plugin_event_accumulator
 from tensorboard.util import tensor_util
 
-from albert_tf import io_utils
+from albert_tf.files import io_utils
 
 
 def read_scalars(directory):

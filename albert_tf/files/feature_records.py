@@ -13,7 +13,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import io_utils
+from albert_tf.files import io_utils
 
 RECORD_SUFFIXES = (".tf_record", ".tfrecord", ".tfrecords", ".record")
 FINGERPRINT_LENGTH = 12

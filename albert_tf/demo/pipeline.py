@@ -18,8 +18,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is t
 
 from absl import logging
 
-from albert_tf import cli, curves, data_sources
-from albert_tf import io_utils
+from albert_tf import cli
+from albert_tf.demo import curves, data_sources
+from albert_tf.files import io_utils
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
 
@@ -27,7 +28,7 @@ from albert_tf.glue import movie_reviews
 def define_flags(flag_values):
     """The demo's flags, on `flag_values` (nothing is defined at import)."""
     define = cli.Definer(flag_values)
-    define.string("data_dir", "data", "Where albert_tf.data_sources puts the real data.")
+    define.string("data_dir", "data", "Where albert_tf.demo.data_sources puts the real data.")
     define.string("output_dir", "demo_output", "Where every artefact of the demo goes.")
     define.bool("quick", False, "A shorter run (fewer steps, less data) for CI.")
 

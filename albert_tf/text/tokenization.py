@@ -21,7 +21,7 @@ import unicodedata
 
 import sentencepiece as spm
 
-from albert_tf import cli
+from albert_tf import errors
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -123,7 +123,7 @@ def _read_file_bytes(path, what):
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError as error:
-        raise cli.MissingFileError(f"{path}: {what} file not found") from error
+        raise errors.MissingFileError(f"{path}: {what} file not found") from error
     except Exception as error:
         raise OSError(f"{path}: cannot read {what} file: {error}") from error
 
@@ -142,7 +142,7 @@ def load_sp_model(spm_model_file, serialized=None):
     try:
         sp_model.LoadFromSerializedProto(serialized)
     except Exception as error:
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"{spm_model_file}: not a valid SentencePiece model file ({error})") from error
     return sp_model
 

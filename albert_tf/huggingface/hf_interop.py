@@ -4,7 +4,7 @@ dependencies only, imported when these functions are called."""
 
 import tensorflow as tf
 
-from albert_tf import hf_format
+from albert_tf.huggingface import hf_format
 
 
 def huggingface_config(config, **overrides):

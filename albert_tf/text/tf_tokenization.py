@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3

