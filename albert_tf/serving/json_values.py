@@ -479,13 +479,13 @@ def predict_inputs(document, input_dtypes):
 def float32_json(values):
     """float32 values as TF Serving writes them: six significant digits when that reads back as
     the same float32, else nine (WriteDecimal); NaN and ±Infinity as they are."""
-    flat = np.asarray(values, dtype=np.float32)
-    six = np.array([float(f"{value:.6g}") for value in flat.ravel().tolist()], dtype=np.float64)
-    exact = six.astype(np.float32) == flat.ravel()
-    if not exact.all():
-        nine = np.array([float(f"{value:.9g}") for value in flat.ravel().tolist()])
-        six = np.where(exact, six, nine)
-    return six.reshape(flat.shape).tolist()
+    array = np.asarray(values, dtype=np.float32)
+    flat = array.ravel()
+    doubles = flat.tolist()
+    written = np.array([float(format(value, ".6g")) for value in doubles], dtype=np.float64)
+    for index in np.flatnonzero(written.astype(np.float32) != flat).tolist():
+        written[index] = float(format(doubles[index], ".9g"))  # NaN lands here too: stays NaN
+    return written.reshape(array.shape).tolist()
 
 
 def to_json(array, key):

@@ -49,11 +49,15 @@ _ORIGIN = re.compile(r"https?://")
 
 
 class JSONResponse(_StrictJSONResponse):
-    """JSON with NaN and ±Infinity as TF Serving writes them (starlette's refuses them)."""
+    """JSON with NaN and ±Infinity as TF Serving writes them (starlette's refuses them); text
+    that is not valid Unicode (bytes of the request quoted in an error) goes as \\u escapes."""
 
     def render(self, content):
-        return json.dumps(content, ensure_ascii=False, allow_nan=True,
-                          separators=(",", ":")).encode("utf-8", "surrogateescape")
+        try:
+            return json.dumps(content, ensure_ascii=False, allow_nan=True,
+                              separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, allow_nan=True, separators=(",", ":")).encode("ascii")
 
 
 class Route:
