@@ -59,7 +59,10 @@ def test_rest_api_matches_tf_serving_formats(export_dir):
         assert status == 200 and body["model_version_status"][0]["state"] == "AVAILABLE"
         assert body["model_version_status"][0]["version"] == "1700000000"
         status, body = _call(base + "/metadata")
-        assert set(body["metadata"]["signature_def"]["signature_def"]) == {"text", "serving_default"}
+        # Every SignatureDef of the MetaGraphDef, as TF Serving lists them (its TF2 metadata
+        # testdata, saved_model_half_plus_two_tf2_2_versions_metadata.json, has the init op).
+        assert set(body["metadata"]["signature_def"]["signature_def"]) == {
+            "text", "serving_default", "__saved_model_init_op"}
 
         status, body = _call(base + ":predict", {"signature_name": "text", "instances": [
             {"text_a": "a", "text_b": "b"}, {"text_a": "a much longer sentence", "text_b": ""}]})
@@ -132,7 +135,8 @@ def glue_export(tmp_path_factory, spm_model_file):
 @pytest.mark.slow
 def test_every_bad_request_gets_a_json_answer_and_the_server_stays_up(glue_export):
     """The requests that used to kill the process or drop the connection, and TF Serving's
-    codes for the rest: 400 malformed, 404 unknown path/model/version/label, 413 too large."""
+    codes for the rest: 400 malformed or an unknown label, 404 unknown path/model/version, 413
+    too large."""
     export_base = os.path.dirname(glue_export)
     version = os.path.basename(glue_export)
     server = serving.start_python_server(export_base, "albert", port=0, max_batch_size=64,
@@ -165,11 +169,13 @@ def test_every_bad_request_gets_a_json_answer_and_the_server_stays_up(glue_expor
         (_post(base + ":predict", {"inputs": {"serialized_example": ["x" * 70000]}}), 413,
          "max_body_bytes"),
         (_post(base + "/versions/1:predict", {"instances": []}), 404, "Specific"),
-        (_post(base + "/labels/stable:predict", {"instances": []}), 404, "label"),
+        # TF Serving: an unknown label is INVALID_ARGUMENT (http_rest_api_handler_test.cc:317)
+        (_post(base + "/labels/stable:predict", {"instances": []}), 400, "label"),
         (_post("/v1/models/other:predict", {"instances": []}), 404, "other"),
         (_post("/v2/nothing", {}), 404, "Malformed"),
-        (b"DELETE " + base.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 501,
-         None),
+        # TF Serving: any other method is a malformed request (http_rest_api_handler.cc:74)
+        (b"DELETE " + base.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400,
+         "Malformed request: DELETE"),
     ]
     try:
         for request, status, message in cases:

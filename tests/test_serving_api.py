@@ -172,7 +172,9 @@ def test_prometheus_metrics_count_requests_by_status(half_plus_three):
         assert status == 200
         lines = text.splitlines()
         assert ':tensorflow:serving:request_count{model_name="half_plus_three",status="OK"} 3' in lines
-        assert ':tensorflow:serving:request_count{model_name="half_plus_three",status="400"} 1' in lines
+        # The canonical status name, as TF Serving labels it (servables/tensorflow/util.cc:121).
+        assert (':tensorflow:serving:request_count{model_name="half_plus_three",'
+                'status="INVALID_ARGUMENT"} 1') in lines
         count = next(line for line in lines if line.startswith(
             ':tensorflow:serving:request_latency_count{model_name="half_plus_three",API="predict"'))
         assert count.endswith(" 4")

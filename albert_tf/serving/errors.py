@@ -1,14 +1,64 @@
-"""The one error type of the built-in server: a message for the client and TF Serving's HTTP code."""
+"""The one error type of the built-in server, with TF Serving's canonical status codes.
+
+`Code` holds the canonical (absl / gRPC) status codes by name and number, so a gRPC front end can
+map them one to one; `HTTP_STATUS` is TF Serving's own mapping from them to HTTP status codes
+(tensorflow_serving/model_servers/http_server.cc, ToHTTPStatusCode). Importing this module
+imports nothing else of the project.
+"""
+
+import enum
+
+
+class Code(enum.IntEnum):
+    """Canonical status codes: the names TF Serving's metrics use, the numbers gRPC uses."""
+
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+
+
+HTTP_STATUS = {
+    Code.OK: 200, Code.CANCELLED: 499, Code.UNKNOWN: 500, Code.INVALID_ARGUMENT: 400,
+    Code.DEADLINE_EXCEEDED: 504, Code.NOT_FOUND: 404, Code.ALREADY_EXISTS: 409,
+    Code.PERMISSION_DENIED: 403, Code.RESOURCE_EXHAUSTED: 429, Code.FAILED_PRECONDITION: 400,
+    Code.ABORTED: 409, Code.OUT_OF_RANGE: 400, Code.UNIMPLEMENTED: 501, Code.INTERNAL: 500,
+    Code.UNAVAILABLE: 503, Code.DATA_LOSS: 500, Code.UNAUTHENTICATED: 401,
+}
+
+# The canonical code of an HTTP status given without one (callers written before `Code`).
+_CODE_OF_HTTP_STATUS = {400: Code.INVALID_ARGUMENT, 404: Code.NOT_FOUND,
+                        408: Code.DEADLINE_EXCEEDED, 413: Code.RESOURCE_EXHAUSTED,
+                        429: Code.RESOURCE_EXHAUSTED, 500: Code.INTERNAL,
+                        501: Code.UNIMPLEMENTED, 503: Code.UNAVAILABLE}
 
 
 class ServingError(ValueError):
-    """A request the server cannot answer; sent back as `{"error": message}` with `status`.
+    """A request the server cannot answer; sent back as `{"error": message}`.
 
-    The codes are TF Serving's: 400 a malformed request or an input the graph rejects, 404 an
-    unknown path, model, version or label, 408 a body that did not arrive in time, 413 a body
-    over the limit, 500 a failure inside the graph, 501 an HTTP method the API does not have.
+    `code` is the canonical status (INVALID_ARGUMENT unless said otherwise) and `status` the HTTP
+    code, TF Serving's mapping of `code` unless given: 400 a malformed request or an input the
+    graph rejects, 404 an unknown model or version, 500 a failure inside the graph, 501 an
+    unsupported dtype. The server's own limits answer 408 (body not received in time) and 413
+    (body over the limit), which TF Serving does not have.
     """
 
-    def __init__(self, message, status=400):
+    def __init__(self, message, status=None, code=None):
         super().__init__(message)
-        self.status = status
+        if code is None:
+            code = _CODE_OF_HTTP_STATUS.get(status, Code.UNKNOWN) if status else Code.INVALID_ARGUMENT
+        self.code = Code(code)
+        self.status = status if status is not None else HTTP_STATUS[self.code]

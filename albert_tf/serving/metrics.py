@@ -1,5 +1,6 @@
 """Request metrics in Prometheus' text format under TF Serving's names, for its monitoring path
-`/monitoring/prometheus/metrics`: `:tensorflow:serving:request_count{model_name,status}` and the
+`/monitoring/prometheus/metrics`: `:tensorflow:serving:request_count{model_name,status}` with the
+canonical status name as TF Serving labels it (OK, INVALID_ARGUMENT, NOT_FOUND, ...) and the
 `:tensorflow:serving:request_latency` histogram (microseconds, as TF Serving reports it)."""
 
 import bisect
@@ -27,8 +28,9 @@ class RequestMetrics:
         self._buckets = collections.defaultdict(lambda: [0] * (len(LATENCY_BOUNDS_US) + 1))
         self._sums = collections.Counter()
 
-    def record(self, model_name, api, status_code, seconds):
-        status = "OK" if status_code < 400 else str(status_code)
+    def record(self, model_name, api, code, seconds):
+        """One answered request: `code` is its canonical status (an errors.Code)."""
+        status = code.name
         microseconds = seconds * 1e6
         with self._lock:
             self._counts[(model_name, status)] += 1

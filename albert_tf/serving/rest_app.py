@@ -1,66 +1,106 @@
 """TF Serving's REST API as an ASGI application (starlette requests and responses, run by uvicorn).
 
-Paths, as tensorflow/serving's `api_rest.md` documents them:
-  GET  /v1/models/<name>[/versions/<N>]                  model status (all loaded versions)
-  GET  /v1/models/<name>[/versions/<N>]/metadata         signatures
-  POST /v1/models/<name>[/versions/<N>]:predict|:classify|:regress
-  GET  /monitoring/prometheus/metrics                    request counts and latencies
-`/labels/<L>` is recognised and answered 404 (labels need a TF Serving model config file).
+Paths and their parsing follow tensorflow_serving/model_servers/http_rest_api_util.cc (matched
+case-insensitively, model name and label URL-decoded):
+  GET  /v1/models/<name>[/versions/<N>|/labels/<L>]               model status
+  GET  /v1/models/<name>[/versions/<N>|/labels/<L>]/metadata      signatures
+  POST /v1/models/<name>[/versions/<N>|/labels/<L>]:predict|:classify|:regress
+  OPTIONS (CORS preflight, answered when it has an http(s) Origin)
+  GET  /monitoring/prometheus/metrics                              request counts and latencies
+Any other method or shape of a /v1/ path is "Malformed request" (INVALID_ARGUMENT, 400); a path
+outside /v1/ is 404. Labels need a model config file, so every label is unrecognised (400).
 
-The graph runs on starlette's thread pool, so the event loop keeps accepting and answering (a
-slow request never blocks the others); the body is read with a size limit and a deadline.
+The request is worked on in starlette's thread pool (the event loop keeps accepting and answering)
+in TF Serving's order: parse the JSON, check signature_name, find the model version, find the
+signature, convert the inputs, run. The body is read with a size limit and a deadline.
 """
 
 import asyncio
+import functools
 import json
+import os
 import re
 import time
+import urllib.parse
 
 from absl import logging
+from google.protobuf import json_format
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse as _StrictJSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse as _StrictJSONResponse, PlainTextResponse, Response
+import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf.serving.errors import ServingError
+from albert_tf.serving import json_values
+from albert_tf.serving.errors import Code, ServingError
 
 DEFAULT_MAX_BODY_BYTES = 64 << 20
 DEFAULT_REQUEST_TIMEOUT_SECS = 30.0
+DEFAULT_SIGNATURE = "serving_default"
 METRICS_PATH = "/monitoring/prometheus/metrics"
-_MODEL_PATH = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?"
-                         r"(/metadata|:predict|:classify|:regress)?/?")
-_POST_ACTIONS = ("predict", "classify", "regress")
+_INT64_MAX = 2 ** 63 - 1
+_V1_PATH = re.compile(r"/v1/.*", re.IGNORECASE)
+_PREDICTION_PATH = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?"
+                              r":(classify|regress|predict)", re.IGNORECASE)
+_STATUS_PATH = re.compile(r"/v1/models(?:/([^/:]+))?(?:/versions/(\d+)|/labels/([^/:]+))?"
+                          r"(?:/(metadata))?", re.IGNORECASE)
+_ORIGIN = re.compile(r"https?://")
 
 
 class JSONResponse(_StrictJSONResponse):
-    """JSON with NaN and ±Infinity as TF Serving writes them (starlette's refuses them)."""
+    """JSON with NaN and ±Infinity as TF Serving writes them (starlette's refuses them); text
+    that is not valid Unicode (bytes of the request quoted in an error) goes as \\u escapes."""
 
     def render(self, content):
-        return json.dumps(content, ensure_ascii=False, allow_nan=True,
-                          separators=(",", ":")).encode("utf-8")
+        try:
+            return json.dumps(content, ensure_ascii=False, allow_nan=True,
+                              separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, allow_nan=True, separators=(",", ":")).encode("ascii")
 
 
-def route(path, model_name):
-    """(version or None, action) of a TF Serving path: action '' (status), 'metadata',
-    'predict', 'classify' or 'regress'; a 404 ServingError for anything else."""
-    match = _MODEL_PATH.fullmatch(path)
-    if match is None:
-        raise ServingError(f"Malformed request: {path}", status=404)
-    name, version, label, action = match.groups()
-    if name != model_name:
-        raise ServingError(f"Servable not found for request: Latest({name})", status=404)
-    if label is not None:
-        raise ServingError(f"Unrecognized servable version label: {label}", status=404)
-    return (None if version is None else int(version)), (action or "").lstrip("/:")
+class Route:
+    """A parsed request path (ParseModelInfo): model name, version, label, verb ('predict',
+    'classify', 'regress' for POST; 'metadata' or '' for GET)."""
+
+    def __init__(self, method, path):
+        self.method, self.path = method, path
+        self.name, self.version, self.label, self.verb = "", None, None, None
+        pattern = {"POST": _PREDICTION_PATH, "GET": _STATUS_PATH}.get(method)
+        match = pattern.fullmatch(path) if pattern else None
+        if match is None:
+            return
+        name, version, label, verb = match.groups()
+        self.name = urllib.parse.unquote(name or "")
+        if version is not None:
+            if int(version) > _INT64_MAX:
+                raise ServingError(f"Failed to convert version: {version} to numeric.")
+            self.version = int(version)
+        if label is not None:
+            self.label = urllib.parse.unquote(label)
+        self.verb = verb or ""
+
+    def malformed(self):
+        return ServingError(f"Malformed request: {self.method} {self.path}")
 
 
-def _api_name(path):
-    """The metrics label of a path: predict, classify, regress, metadata, status or other."""
-    if path == METRICS_PATH:
-        return "metrics"
-    match = _MODEL_PATH.fullmatch(path)
-    if match is None:
-        return "other"
-    return (match.group(4) or "/status").lstrip("/:")
+@functools.lru_cache(maxsize=32)
+def _all_signature_defs(model_dir):
+    """Every SignatureDef of `<model_dir>/saved_model.pb` as TF Serving's metadata JSON writes
+    it, `__saved_model_init_op` included (TF Serving lists the MetaGraphDef's whole map)."""
+    saved_model = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(model_dir, "saved_model.pb"), "rb") as reader:
+        saved_model.ParseFromString(reader.read())
+    return {name: json_format.MessageToDict(proto, preserving_proto_field_name=True,
+                                            always_print_fields_with_no_presence=True)
+            for name, proto in saved_model.meta_graphs[0].signature_def.items()}
+
+
+def _signature_hint(name, signature_def):
+    inputs = ", ".join(f"{key} ({types_pb2.DataType.Name(info.dtype)})"
+                       for key, info in sorted(signature_def.inputs.items()))
+    return f" [signature \"{name}\" takes inputs: {inputs}]"
 
 
 class RestApp:
@@ -76,46 +116,98 @@ class RestApp:
             return
         request = Request(scope, receive)
         started = time.perf_counter()
-        api = _api_name(request.url.path)
+        path = scope.get("raw_path") or request.url.path.encode()
+        path = path.decode("latin-1").split("?", 1)[0]
+        parsed = None
         try:
-            response = await self._respond(request)
+            if path == METRICS_PATH:
+                response = PlainTextResponse(self.metrics.exposition())
+                await response(scope, receive, send)
+                return
+            parsed = Route(request.method, path)
+            response, code = await self._respond(request, parsed), Code.OK
         except ServingError as error:
-            response = JSONResponse({"error": str(error)}, status_code=error.status)
+            response, code = JSONResponse({"error": str(error)}, status_code=error.status), error.code
         except ClientDisconnect:
             return  # nobody to answer
         except Exception as error:  # a bug of ours: logged, answered as a 500, server stays up
-            logging.exception("request %s %s failed", request.method, request.url.path)
+            logging.exception("request %s %s failed", request.method, path)
             response = JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=500)
-        self.metrics.record(self.versions.model_name, api, response.status_code,
+            code = Code.INTERNAL
+        self.metrics.record(parsed.name if parsed else "", _api_name(parsed), code,
                             time.perf_counter() - started)
         await response(scope, receive, send)
 
-    async def _respond(self, request):
-        method, path = request.method, request.url.path
-        if method not in ("GET", "POST"):
-            raise ServingError(f"HTTP method {method} is not supported", status=501)
-        if path == METRICS_PATH and method == "GET":
-            return PlainTextResponse(self.metrics.exposition())
-        version, action = route(path, self.versions.model_name)
-        if method == "GET" and action == "":
-            return JSONResponse(self.versions.status(version))
-        if method == "GET" and action == "metadata":
-            return JSONResponse(self.versions.get(version).metadata())
-        if method == "POST" and action in _POST_ACTIONS:
-            runner = self.versions.get(version)
+    async def _respond(self, request, parsed):
+        if not _V1_PATH.fullmatch(parsed.path):
+            raise ServingError(f"Malformed request: {parsed.method} {parsed.path} (the API is "
+                               f"under /v1/)", code=Code.NOT_FOUND)
+        if request.method == "OPTIONS":
+            if _ORIGIN.search(request.headers.get("origin", "")):
+                return Response(status_code=200)
+            raise ServingError("Origin header is missing in CORS preflight",
+                               code=Code.FAILED_PRECONDITION)
+        if parsed.method == "POST" and parsed.verb in ("predict", "classify", "regress"):
             body = await self._read_body(request)
-            result = await run_in_threadpool(self._call, runner, action, body)
-            return JSONResponse(result)
-        raise ServingError(f"Malformed request: {method} {path} (GET /v1/models/<name>"
-                           f"[/metadata], POST …:predict, :classify or :regress)", status=404)
+            return JSONResponse(await run_in_threadpool(self._post, parsed, body))
+        if parsed.method == "GET" and parsed.verb is not None:
+            if not parsed.name:
+                raise ServingError("Missing model name in request.")
+            if parsed.verb == "metadata":
+                return JSONResponse(await run_in_threadpool(self._metadata, parsed))
+            self._check_model(parsed)
+            return JSONResponse(self.versions.status(parsed.version))
+        raise parsed.malformed()
 
-    @staticmethod
-    def _call(runner, action, body):
+    def _check_model(self, parsed):
+        """NOT_FOUND for another model's name, INVALID_ARGUMENT for any label."""
+        if parsed.label is not None:
+            raise ServingError(f"Unrecognized servable version label: {parsed.label}")
+        if parsed.name != self.versions.model_name:
+            spec = (f"Latest({parsed.name})" if parsed.version is None
+                    else f"Specific({parsed.name}, {parsed.version})")
+            raise ServingError(f"Servable not found for request: {spec}", code=Code.NOT_FOUND)
+
+    def _runner(self, parsed):
+        self._check_model(parsed)
+        return self.versions.get(parsed.version)
+
+    def _metadata(self, parsed):
+        runner = self._runner(parsed)
+        metadata = runner.metadata()
+        metadata["metadata"]["signature_def"]["signature_def"] = dict(
+            _all_signature_defs(runner.model_dir))
+        return metadata
+
+    def _post(self, parsed, body):
+        document = json_values.parse_request(body)
+        name = json_values.signature_name(document)
+        if parsed.verb == "predict":
+            return self._predict(parsed, document, name or DEFAULT_SIGNATURE)
+        json_values.examples_from_json(document)  # TF Serving's checks before the model's
+        answer = getattr(self._runner(parsed), parsed.verb)(document)
+        results = answer["result"]
+        if parsed.verb == "classify":
+            return {"results": [[[label, json_values.float32_json(score)] for label, score in row]
+                                for row in results]}
+        return {"results": json_values.float32_json(results)}
+
+    def _predict(self, parsed, document, name):
+        runner = self._runner(parsed)
+        signature_def = runner.signature_defs.get(name)
+        if signature_def is None:
+            raise ServingError(f"Serving signature name: \"{name}\" not found in signature def")
+        dtypes = {key: tf.dtypes.as_dtype(info.dtype) for key, info in signature_def.inputs.items()}
         try:
-            request = json.loads(body or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ServingError(f"JSON Parse error: {error}") from error
-        return getattr(runner, action)(request)
+            layout, inputs = json_values.predict_inputs(document, dtypes)
+            answer = runner.predict({"signature_name": name, "inputs": inputs})["outputs"]
+        except ServingError as error:
+            if error.code != Code.INVALID_ARGUMENT or error.status != 400:
+                raise
+            raise ServingError(f"{error}{_signature_hint(name, signature_def)}") from error
+        if layout == "columnar":
+            return {"outputs": answer}
+        return {"predictions": json_values.rows_from_columns(answer, sorted(signature_def.outputs))}
 
     async def _read_body(self, request):
         """The body, refused with 413 above `max_body_bytes` (before reading it when the
@@ -142,3 +234,10 @@ class RestApp:
             raise ServingError(f"request body not received within --request_timeout_secs="
                                f"{self.request_timeout_secs}", status=408) from error
         return b"".join(chunks)
+
+
+def _api_name(parsed):
+    """The metrics label of a request: predict, classify, regress, metadata, status or other."""
+    if parsed is None or parsed.verb is None:
+        return "other"
+    return parsed.verb or "status"
