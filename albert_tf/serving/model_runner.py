@@ -31,6 +31,7 @@ class ModelRunner:
     def __init__(self, model_dir, model_name, version, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         self.model_dir, self.model_name, self.version = model_dir, model_name, version
         self.max_batch_size = max_batch_size
+        self.batcher = None  # a `batching.Batcher` when --enable_batching
         self._loaded = tf.saved_model.load(model_dir)
         self.signatures = dict(self._loaded.signatures)
         if not self.signatures:
@@ -92,8 +93,25 @@ class ModelRunner:
             raise ServingError("empty batch")
         return tensors
 
+    def run(self, signature_name, columns, method=None):
+        """The outputs (numpy) of signature `signature_name` (None: serving_default) on `columns`
+        ({input name: array}), refused unless its method_name is `method` when one is given.
+        The entry point of the gRPC API and of warm-up."""
+        return self._run(self._signature(signature_name, method), columns)
+
+    def input_specs(self, signature_name):
+        """{input name: tf.TensorSpec} of a signature (a ServingError if there is none)."""
+        return self._signature(signature_name).structured_input_signature[1]
+
     def _run(self, function, columns):
         tensors = self._convert_inputs(function, columns)
+        if self.batcher is not None:
+            return self.batcher.run(function, tensors)
+        return self.call(function, tensors)
+
+    @staticmethod
+    def call(function, tensors):
+        """One graph call on checked tensors; graph errors as ServingErrors."""
         try:
             return {key: value.numpy() for key, value in function(**tensors).items()}
         except tf.errors.InvalidArgumentError as error:

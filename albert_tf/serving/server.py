@@ -1,6 +1,7 @@
-"""Starting a server: `tensorflow_model_server` when it is installed, else the built-in REST app
-on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog, HTTP
-parsing errors answered by h11, graceful shutdown)."""
+"""Starting a server: `tensorflow_model_server` when it is installed, else the built-in one: the
+REST app on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog,
+HTTP parsing errors answered by h11, graceful shutdown) and the gRPC API on grpcio, over the
+same loaded versions."""
 
 import json
 import os
@@ -14,17 +15,52 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from albert_tf.serving import batching
+from albert_tf.serving import grpc_server
 from albert_tf.serving import metrics as metrics_lib
 from albert_tf.serving import rest_app
 from albert_tf.serving import versions as versions_lib
-from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE
+from albert_tf.serving import warmup
+from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
 
 LISTEN_BACKLOG = 2048
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_HEADER_TIMEOUT_SECS = 10.0
 
 
 class JsonErrorH11Protocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, answering a request it cannot parse (bad request line,
-    headers over h11's limit) with TF Serving's JSON error body instead of plain text."""
+    headers over h11's limit) with TF Serving's JSON error body instead of plain text, and
+    closing a connection whose request headers do not arrive within `header_timeout_secs`
+    (uvicorn itself only times out idle keep-alive connections)."""
+
+    header_timeout_secs = DEFAULT_HEADER_TIMEOUT_SECS
+
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        self._header_timer = self.loop.call_later(self.header_timeout_secs, self._header_timeout)
+
+    def data_received(self, data):
+        super().data_received(data)
+        waiting_for_headers = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+        if waiting_for_headers and self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout_secs,
+                                                      self._header_timeout)
+        elif not waiting_for_headers and self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def connection_lost(self, exc):
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+    def _header_timeout(self):
+        self._header_timer = None
+        idle = self.cycle is None or self.cycle.response_complete
+        if self.conn.their_state is h11.IDLE and idle and not self.transport.is_closing():
+            self.transport.close()
 
     def send_400_response(self, msg):
         body = json.dumps({"error": f"Malformed HTTP request: {msg}"}).encode("utf-8")
@@ -40,8 +76,9 @@ class RestServer:
     """The built-in server running on a background thread. `server_address` is the bound
     (host, port); `shutdown()` stops accepting, finishes open requests and stops polling."""
 
-    def __init__(self, app, versions, host, port, request_timeout_secs):
-        self.versions = versions
+    def __init__(self, app, versions, host, port, request_timeout_secs,
+                 max_connections=DEFAULT_MAX_CONNECTIONS, grpc=None):
+        self.versions, self.grpc = versions, grpc
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
@@ -66,8 +103,23 @@ class RestServer:
 
     def shutdown(self):
         self.versions.stop_polling()
+        if self.grpc is not None:
+            self.grpc.shutdown()
         self._server.should_exit = True
         self._thread.join(30)
+
+
+def version_loader(enable_model_warmup=True, batching_parameters=None):
+    """The `ServedVersions` loader: a `ModelRunner`, given a batcher when batching is on and
+    warmed up from its `assets.extra` before it is served."""
+    def load(model_dir, model_name, version, max_batch_size):
+        runner = ModelRunner(model_dir, model_name, version, max_batch_size)
+        if batching_parameters is not None:
+            runner.batcher = batching.Batcher(batching_parameters)
+        if enable_model_warmup:
+            warmup.replay(runner)
+        return runner
+    return load
 
 
 def start_python_server(export_dir, model_name, port, host="127.0.0.1",
@@ -75,23 +127,37 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         max_body_bytes=rest_app.DEFAULT_MAX_BODY_BYTES,
                         request_timeout_secs=rest_app.DEFAULT_REQUEST_TIMEOUT_SECS,
                         num_versions=versions_lib.DEFAULT_NUM_VERSIONS,
-                        poll_secs=versions_lib.DEFAULT_POLL_SECS):
-    """Loads the newest `num_versions` versions under `export_dir`, serves them on
-    host:port (0 = any free port) and watches for new ones; returns the `RestServer`."""
-    versions = versions_lib.ServedVersions(export_dir, model_name, max_batch_size, num_versions)
+                        poll_secs=versions_lib.DEFAULT_POLL_SECS, grpc_port=None,
+                        max_num_load_retries=versions_lib.DEFAULT_MAX_NUM_LOAD_RETRIES,
+                        load_retry_interval_secs=versions_lib.DEFAULT_LOAD_RETRY_INTERVAL_SECS,
+                        enable_model_warmup=True, batching_parameters=None,
+                        max_connections=DEFAULT_MAX_CONNECTIONS):
+    """Loads the newest `num_versions` versions under `export_dir`, serves them over REST on
+    host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any free port) and
+    watches for new ones; returns the `RestServer` (`.grpc.port` the bound gRPC port)."""
+    versions = versions_lib.ServedVersions(
+        export_dir, model_name, max_batch_size, num_versions,
+        max_num_load_retries=max_num_load_retries, retry_interval_secs=load_retry_interval_secs,
+        loader=version_loader(enable_model_warmup, batching_parameters))
     versions.start_polling(poll_secs)
+    grpc = None
+    if grpc_port is not None:
+        grpc = grpc_server.GrpcServer({model_name: versions}, host, grpc_port)
     app = rest_app.RestApp(versions, metrics_lib.RequestMetrics(), max_body_bytes,
                            request_timeout_secs)
-    return RestServer(app, versions, host, port, request_timeout_secs)
+    return RestServer(app, versions, host, port, request_timeout_secs, max_connections, grpc)
 
 
-def model_server_command(export_dir, model_name, rest_port):
+def model_server_command(export_dir, model_name, rest_port, grpc_port=None, extra_flags=()):
     """The `tensorflow_model_server` command line, or None when that binary is not installed."""
     binary = shutil.which("tensorflow_model_server")
     if binary is None:
         return None
-    return [binary, f"--rest_api_port={rest_port}", f"--model_name={model_name}",
-            f"--model_base_path={os.path.abspath(export_dir)}"]
+    command = [binary, f"--rest_api_port={rest_port}", f"--model_name={model_name}",
+               f"--model_base_path={os.path.abspath(export_dir)}"]
+    if grpc_port is not None:
+        command.append(f"--port={grpc_port}")
+    return command + list(extra_flags)
 
 
 def run_model_server(command):
