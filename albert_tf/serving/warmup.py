@@ -9,9 +9,9 @@ from absl import logging
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
+from albert_tf.export.warmup_requests import WARMUP_FILE
 from albert_tf.serving import tensor_requests
 
-WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_WARMUP_RECORDS = 1000  # TF Serving's limit
 
 
