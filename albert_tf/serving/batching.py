@@ -62,8 +62,8 @@ class BatchingParameters:
                 raise ValueError(f"{source}, line {line}: cannot parse {text[position:position + 20]!r}")
             position = match.end()
             if match.group(1) is None:
-                tokens.append((next(g for g in match.groups()[1:] if g is not None),
-                               text.count("\n", 0, match.start()) + 1))
+                tokens.append((match.group(match.lastindex),
+                               text.count("\n", 0, match.start(match.lastindex)) + 1))
         values, allowed, index = {}, [], 0
 
         def expect(*wanted):
@@ -86,7 +86,7 @@ class BatchingParameters:
             name, line = tokens[index]
             index += 1
             if name in cls._WRAPPED:
-                if tokens[index][0] == ":":
+                if index < len(tokens) and tokens[index][0] == ":":
                     index += 1
                 expect("{"), expect("value"), expect(":")
                 values[name] = number()
