@@ -60,6 +60,9 @@ def define_flags(flag_values):
                   "pad_variable_length_inputs); implies --enable_batching.")
     define.integer("max_connections", serving.DEFAULT_MAX_CONNECTIONS, "Built-in server: REST "
                    "connections above this are answered 503 at once.", lower_bound=1)
+    define.float("header_timeout_secs", serving.DEFAULT_HEADER_TIMEOUT_SECS, "Built-in server: "
+                 "a REST connection whose request headers take longer is closed.",
+                 lower_bound=0.1)
     define.float("file_system_poll_wait_seconds", serving.DEFAULT_POLL_SECS, "Built-in server: "
                  "how often --export_dir is rescanned for new versions (TF Serving's flag).",
                  lower_bound=0.05)
@@ -130,7 +133,8 @@ def run(flag_values):
         grpc_port=flag_values.port, max_num_load_retries=flag_values.max_num_load_retries,
         load_retry_interval_secs=flag_values.load_retry_interval_micros / 1e6,
         enable_model_warmup=flag_values.enable_model_warmup, batching_parameters=parameters,
-        max_connections=flag_values.max_connections)
+        max_connections=flag_values.max_connections,
+        header_timeout_secs=flag_values.header_timeout_secs)
     logging.info("serving %s on http://%s:%d/v1/models/%s (REST) and gRPC port %d",
                  export_dir, *server.server_address, flag_values.model_name, server.grpc.port)
     try:

@@ -77,15 +77,21 @@ class RestServer:
     (host, port); `shutdown()` stops accepting, finishes open requests and stops polling."""
 
     def __init__(self, app, versions, host, port, request_timeout_secs,
-                 max_connections=DEFAULT_MAX_CONNECTIONS, grpc=None):
+                 max_connections=DEFAULT_MAX_CONNECTIONS, grpc=None,
+                 header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS):
         self.versions, self.grpc = versions, grpc
+        protocol = type("H11Protocol", (JsonErrorH11Protocol,),
+                        {"header_timeout_secs": header_timeout_secs})
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
         self.server_address = listener.getsockname()[:2]
-        config = uvicorn.Config(app, http=JsonErrorH11Protocol, lifespan="off",
+        # uvicorn answers 503 once its open connections reach limit_concurrency, this one
+        # included: + 1 lets max_connections connections be served.
+        config = uvicorn.Config(app, http=protocol, lifespan="off",
                                 backlog=LISTEN_BACKLOG, access_log=False,
-                                log_level="warning", timeout_keep_alive=max(1, round(request_timeout_secs)))
+                                log_level="warning", limit_concurrency=max_connections + 1,
+                                timeout_keep_alive=max(1, round(request_timeout_secs)))
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [listener]},
                                         daemon=True, name="rest-server")
@@ -131,7 +137,8 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         max_num_load_retries=versions_lib.DEFAULT_MAX_NUM_LOAD_RETRIES,
                         load_retry_interval_secs=versions_lib.DEFAULT_LOAD_RETRY_INTERVAL_SECS,
                         enable_model_warmup=True, batching_parameters=None,
-                        max_connections=DEFAULT_MAX_CONNECTIONS):
+                        max_connections=DEFAULT_MAX_CONNECTIONS,
+                        header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS):
     """Loads the newest `num_versions` versions under `export_dir`, serves them over REST on
     host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any free port) and
     watches for new ones; returns the `RestServer` (`.grpc.port` the bound gRPC port)."""
@@ -145,7 +152,8 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
         grpc = grpc_server.GrpcServer({model_name: versions}, host, grpc_port)
     app = rest_app.RestApp(versions, metrics_lib.RequestMetrics(), max_body_bytes,
                            request_timeout_secs)
-    return RestServer(app, versions, host, port, request_timeout_secs, max_connections, grpc)
+    return RestServer(app, versions, host, port, request_timeout_secs, max_connections, grpc,
+                      header_timeout_secs)
 
 
 def model_server_command(export_dir, model_name, rest_port, grpc_port=None, extra_flags=()):
