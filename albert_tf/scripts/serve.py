@@ -27,6 +27,11 @@ def define_flags(flag_values):
     define.string("model_name", "albert", "Model name in the REST paths /v1/models/<name> and "
                   "gRPC ModelSpecs.")
     define.integer("rest_api_port", 8501, "Port of the REST API.", lower_bound=0, upper_bound=65535)
+    define.string("model_config_file", None, "Built-in server: a text-format ModelServerConfig "
+                  "(TF Serving's flag): several models, version policies, version labels; "
+                  "instead of --model_base_path.")
+    define.integer("model_config_file_poll_wait_seconds", 0, "Built-in server: reread "
+                   "--model_config_file this often (0: never; TF Serving's flag).", lower_bound=0)
     define.integer("port", 8500, "Port of the gRPC API (TF Serving's flag and default); 0: any "
                    "free port.", lower_bound=0, upper_bound=65535)
     define.string("host", "127.0.0.1", "Address the built-in server listens on.")
@@ -111,7 +116,8 @@ def run(flag_values):
     if flag_values.text:
         classify_once(flag_values)
         return
-    export_dir = base_path(flag_values)
+    config_file = flag_values.model_config_file
+    export_dir = None if config_file else base_path(flag_values)
     parameters = batching_parameters(flag_values)
     extra = [f"--enable_model_warmup={str(flag_values.enable_model_warmup).lower()}",
              f"--max_num_load_retries={flag_values.max_num_load_retries}",
@@ -120,6 +126,9 @@ def run(flag_values):
         extra.append("--enable_batching=true")
         if flag_values.batching_parameters_file:
             extra.append(f"--batching_parameters_file={flag_values.batching_parameters_file}")
+    if config_file:
+        extra += [f"--model_config_file={config_file}", "--model_config_file_poll_wait_seconds="
+                  f"{flag_values.model_config_file_poll_wait_seconds}"]
     command = serving.model_server_command(export_dir, flag_values.model_name,
                                            flag_values.rest_api_port, flag_values.port, extra)
     if flag_values.use_model_server and command:
@@ -134,9 +143,10 @@ def run(flag_values):
         load_retry_interval_secs=flag_values.load_retry_interval_micros / 1e6,
         enable_model_warmup=flag_values.enable_model_warmup, batching_parameters=parameters,
         max_connections=flag_values.max_connections,
-        header_timeout_secs=flag_values.header_timeout_secs)
-    logging.info("serving %s on http://%s:%d/v1/models/%s (REST) and gRPC port %d",
-                 export_dir, *server.server_address, flag_values.model_name, server.grpc.port)
+        header_timeout_secs=flag_values.header_timeout_secs, model_config_file=config_file,
+        config_poll_secs=flag_values.model_config_file_poll_wait_seconds)
+    logging.info("serving %s on http://%s:%d (REST) and gRPC port %d", config_file or export_dir,
+                 *server.server_address, server.grpc.port)
     try:
         server.wait()
     except KeyboardInterrupt:

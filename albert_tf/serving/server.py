@@ -5,11 +5,13 @@ same loaded versions."""
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import threading
 import time
+import weakref
 
 import h11
 import uvicorn
@@ -18,6 +20,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from albert_tf.serving import batching
 from albert_tf.serving import grpc_server
 from albert_tf.serving import metrics as metrics_lib
+from albert_tf.serving import model_config
 from albert_tf.serving import rest_app
 from albert_tf.serving import versions as versions_lib
 from albert_tf.serving import warmup
@@ -74,7 +77,8 @@ class JsonErrorH11Protocol(H11Protocol):
 
 class RestServer:
     """The built-in server running on a background thread. `server_address` is the bound
-    (host, port); `shutdown()` stops accepting, finishes open requests and stops polling."""
+    (host, port); `shutdown()` stops accepting, finishes open requests and stops polling
+    `versions` (a ServedVersions or ConfiguredModels)."""
 
     def __init__(self, app, versions, host, port, request_timeout_secs,
                  max_connections=DEFAULT_MAX_CONNECTIONS, grpc=None,
@@ -115,6 +119,31 @@ class RestServer:
         self._thread.join(30)
 
 
+class ModelRouter:
+    """The REST API over several models (--model_config_file): each request goes to the
+    `RestApp` of the model its path names; other paths (metrics, unknown models) to any one
+    of them, which answers them as for a single model."""
+
+    _MODEL = re.compile(r"/v1/models/([^/:]+)")
+
+    def __init__(self, models, make_app):
+        self.models, self._make_app = models, make_app
+        self._apps = weakref.WeakKeyDictionary()  # a removed model's app goes with it
+
+    async def __call__(self, scope, receive, send):
+        match = self._MODEL.match(scope.get("path", ""))
+        versions = self.models.get(match.group(1)) if match else None
+        if versions is None:
+            versions = next(iter(self.models.values()), None)
+        if versions is None:
+            response = rest_app.JSONResponse({"error": "no model is configured"}, status_code=404)
+            await response(scope, receive, send)
+            return
+        if versions not in self._apps:
+            self._apps[versions] = self._make_app(versions)
+        await self._apps[versions](scope, receive, send)
+
+
 def version_loader(enable_model_warmup=True, batching_parameters=None):
     """The `ServedVersions` loader: a `ModelRunner`, given a batcher when batching is on and
     warmed up from its `assets.extra` before it is served."""
@@ -138,21 +167,37 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         load_retry_interval_secs=versions_lib.DEFAULT_LOAD_RETRY_INTERVAL_SECS,
                         enable_model_warmup=True, batching_parameters=None,
                         max_connections=DEFAULT_MAX_CONNECTIONS,
-                        header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS):
-    """Loads the newest `num_versions` versions under `export_dir`, serves them over REST on
-    host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any free port) and
-    watches for new ones; returns the `RestServer` (`.grpc.port` the bound gRPC port)."""
-    versions = versions_lib.ServedVersions(
-        export_dir, model_name, max_batch_size, num_versions,
-        max_num_load_retries=max_num_load_retries, retry_interval_secs=load_retry_interval_secs,
-        loader=version_loader(enable_model_warmup, batching_parameters))
-    versions.start_polling(poll_secs)
+                        header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS,
+                        model_config_file=None, config_poll_secs=0):
+    """Loads the newest `num_versions` versions under `export_dir` (or the models of
+    `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
+    them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
+    free port) and watches for new versions; returns the `RestServer` (`.grpc.port` the bound
+    gRPC port)."""
+    loader = version_loader(enable_model_warmup, batching_parameters)
+
+    def make_versions(name, base_path, policy=None, labels=None):
+        return versions_lib.ServedVersions(
+            base_path, name, max_batch_size, num_versions, policy=policy, labels=labels,
+            max_num_load_retries=max_num_load_retries,
+            retry_interval_secs=load_retry_interval_secs, loader=loader)
+
+    metrics = metrics_lib.RequestMetrics()
+    if model_config_file is None:
+        lifecycle = make_versions(model_name, export_dir)
+        lifecycle.start_polling(poll_secs)
+        models = {model_name: lifecycle}
+        app = rest_app.RestApp(lifecycle, metrics, max_body_bytes, request_timeout_secs)
+    else:
+        lifecycle = model_config.ConfiguredModels(model_config_file, make_versions, poll_secs)
+        lifecycle.start_polling(config_poll_secs)
+        models = lifecycle.models
+        app = ModelRouter(models, lambda versions: rest_app.RestApp(
+            versions, metrics, max_body_bytes, request_timeout_secs))
     grpc = None
     if grpc_port is not None:
-        grpc = grpc_server.GrpcServer({model_name: versions}, host, grpc_port)
-    app = rest_app.RestApp(versions, metrics_lib.RequestMetrics(), max_body_bytes,
-                           request_timeout_secs)
-    return RestServer(app, versions, host, port, request_timeout_secs, max_connections, grpc,
+        grpc = grpc_server.GrpcServer(models, host, grpc_port)
+    return RestServer(app, lifecycle, host, port, request_timeout_secs, max_connections, grpc,
                       header_timeout_secs)
 
 
@@ -161,8 +206,9 @@ def model_server_command(export_dir, model_name, rest_port, grpc_port=None, extr
     binary = shutil.which("tensorflow_model_server")
     if binary is None:
         return None
-    command = [binary, f"--rest_api_port={rest_port}", f"--model_name={model_name}",
-               f"--model_base_path={os.path.abspath(export_dir)}"]
+    command = [binary, f"--rest_api_port={rest_port}"]
+    if export_dir is not None:  # else a --model_config_file among extra_flags
+        command += [f"--model_name={model_name}", f"--model_base_path={os.path.abspath(export_dir)}"]
     if grpc_port is not None:
         command.append(f"--port={grpc_port}")
     return command + list(extra_flags)
