@@ -63,6 +63,12 @@ def test_several_models_policies_labels_and_reload(tmp_path):
         assert _predict(port, "/v1/models/b") == [21.0]
         assert _predict(port, "/v1/models/b/versions/1") == [11.0]
         assert _get(port, "/v1/models/c")[0] == 404
+        assert _predict(port, "/v1/models/b/labels/stable") == [11.0]
+        assert _predict(port, "/v1/models/b/labels/canary") == [21.0]
+        status, body = _get(port, "/v1/models/b/labels/canary")
+        assert status == 200 and body["model_version_status"][0]["version"] == "2"
+        status, body = _get(port, "/v1/models/b/labels/beta")
+        assert status == 400 and body == {"error": "Unrecognized servable version label: beta"}
 
         stub = prediction_service_pb2_grpc.PredictionServiceStub(
             grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}"))

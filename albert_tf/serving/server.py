@@ -121,10 +121,12 @@ class RestServer:
 
 class ModelRouter:
     """The REST API over several models (--model_config_file): each request goes to the
-    `RestApp` of the model its path names; other paths (metrics, unknown models) to any one
-    of them, which answers them as for a single model."""
+    `RestApp` of the model its path names, `/labels/L` turned into the label's `/versions/N`
+    (400 for a label the config does not define, as TF Serving answers); other paths (metrics,
+    unknown models) go to any one of them, which answers them as for a single model."""
 
     _MODEL = re.compile(r"/v1/models/([^/:]+)")
+    _LABEL = re.compile(r"(/v1/models/[^/:]+)/labels/([^/:]+)")
 
     def __init__(self, models, make_app):
         self.models, self._make_app = models, make_app
@@ -137,6 +139,16 @@ class ModelRouter:
             versions = next(iter(self.models.values()), None)
         if versions is None:
             response = rest_app.JSONResponse({"error": "no model is configured"}, status_code=404)
+            await response(scope, receive, send)
+            return
+        label = self._LABEL.match(scope.get("path", ""))
+        if label and label.group(2) in versions.labels:  # the label's version, by number
+            version = versions.labels[label.group(2)]
+            path = f"{label.group(1)}/versions/{version}{scope['path'][label.end():]}"
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        elif label:
+            response = rest_app.JSONResponse(
+                {"error": f"Unrecognized servable version label: {label.group(2)}"}, status_code=400)
             await response(scope, receive, send)
             return
         if versions not in self._apps:
