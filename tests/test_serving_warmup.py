@@ -74,3 +74,28 @@ def test_a_failing_warmup_request_fails_the_load(tmp_path):
     versions = serving.ServedVersions(base, "m", loader=server_lib.version_loader(
         enable_model_warmup=False))
     assert versions.get().version == 2
+
+
+@pytest.mark.slow
+def test_squad_and_race_exports_write_warmup_requests_that_replay(tmp_path, spm_model_file):
+    from albert_tf import tf_tokenization
+    from albert_tf.export import race as race_export, squad as squad_export
+    from albert_tf.modeling import multiple_choice, squad_heads
+    from albert_tf.race import graph_features
+    from tests.conftest import brown_config
+    config = brown_config(max_position_embeddings=64)
+    tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, True)
+    squad_dir = squad_export.write_saved_model(squad_export.SquadSignatures(
+        squad_heads.build_squad_model(config, True, start_n_top=2, end_n_top=2), True, 64, 12,
+        16, 8, tokenizer), str(tmp_path / "squad"))
+    race_dir = race_export.export_saved_model(
+        multiple_choice.AlbertMultipleChoice(config, skip_padding=True), str(tmp_path / "race"),
+        graph_features.RaceTextEncoder(tokenizer, 64, 24))
+    for model_dir, answer_signature in ((squad_dir, "answer"), (race_dir, "text")):
+        logs = _logs(model_dir)
+        assert sorted({_signature(log)[1] for log in logs}) == sorted(
+            model_runner.signature_defs(model_dir))
+        lengths = [tf.make_ndarray(log.predict_log.request.inputs["input_ids"]).shape[-1]
+                   for log in logs if _signature(log)[1] == "serving_default"]
+        assert lengths == [16, 32, 64]
+        assert warmup.replay(serving.ModelRunner(model_dir, "m", 1)) == len(logs) == 4

@@ -188,11 +188,9 @@ class ClassifierSignatures:
         logs = []
         name = self.examples_signature[0]
         for length in length_buckets.default_buckets(self.max_seq_length):
-            ids = np.full([1, length], 5, np.int32)
-            ids[0, 0] = 2
-            mask, segments = np.ones_like(ids), np.zeros_like(ids)
-            logs.append(warmup_requests.predict_log("ids", {
-                "input_ids": ids, "input_mask": mask, "segment_ids": segments}))
+            inputs = warmup_requests.ids_inputs([1, length])
+            ids, mask, segments = (inputs[name] for name in MODEL_INPUTS)
+            logs.append(warmup_requests.predict_log("ids", inputs))
             padded = {key: np.pad(value[0], (0, self.max_seq_length - length))
                       for key, value in zip(MODEL_INPUTS, (ids, mask, segments))}
             logs.append(warmup_requests.predict_log("serving_default", {"serialized_example": np.array(
@@ -201,8 +199,8 @@ class ClassifierSignatures:
                 zip(MODEL_INPUTS, (ids[0], mask[0], segments[0]))))], self.regression))
             if include_text and self.tokenizer is not None:
                 logs.append(warmup_requests.predict_log("text", {
-                    "text_a": np.array([self._text_of_length(length).encode()], dtype=object),
-                    "text_b": np.array([b""], dtype=object)}))
+                    "text_a": warmup_requests.strings(self._text_of_length(length)),
+                    "text_b": warmup_requests.strings("")}))
         return logs
 
     def archive(self, include_text=True):

@@ -22,6 +22,19 @@ def predict_log(signature_name, inputs):
     return log
 
 
+def ids_inputs(shape):
+    """`input_ids` ([CLS]-like 2 then 5s), `input_mask` (ones), `segment_ids` (zeros) of
+    `shape`: a request of that many real tokens, valid for any vocabulary of 6 or more."""
+    ids = np.full(shape, 5, np.int32)
+    ids[..., 0] = 2
+    return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+
+
+def strings(*values):
+    """A string tensor value ([len(values)]) for a PredictRequest."""
+    return np.array([value.encode("utf-8") for value in values], dtype=object)
+
+
 def examples_log(signature_name, examples, regression):
     """A PredictionLog holding a ClassificationRequest (RegressionRequest) of tf.Examples."""
     log = prediction_log_pb2.PredictionLog()
