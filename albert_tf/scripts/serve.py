@@ -65,6 +65,10 @@ def define_flags(flag_values):
                   "pad_variable_length_inputs); implies --enable_batching.")
     define.integer("max_connections", serving.DEFAULT_MAX_CONNECTIONS, "Built-in server: REST "
                    "connections above this are answered 503 at once.", lower_bound=1)
+    define.integer("max_concurrent_model_calls", serving.DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+                   "Built-in server: graph calls running at once (default: the number of CPUs); "
+                   "the others wait in arrival order (0: no limit).",
+                   lower_bound=0)
     define.float("header_timeout_secs", serving.DEFAULT_HEADER_TIMEOUT_SECS, "Built-in server: "
                  "a REST connection whose request headers take longer is closed.",
                  lower_bound=0.1)
@@ -144,6 +148,7 @@ def run(flag_values):
         enable_model_warmup=flag_values.enable_model_warmup, batching_parameters=parameters,
         max_connections=flag_values.max_connections,
         header_timeout_secs=flag_values.header_timeout_secs, model_config_file=config_file,
+        max_concurrent_model_calls=flag_values.max_concurrent_model_calls or None,
         config_poll_secs=flag_values.model_config_file_poll_wait_seconds)
     logging.info("serving %s on http://%s:%d (REST) and gRPC port %d", config_file or export_dir,
                  *server.server_address, server.grpc.port)

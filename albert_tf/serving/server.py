@@ -24,11 +24,12 @@ from albert_tf.serving import model_config
 from albert_tf.serving import rest_app
 from albert_tf.serving import versions as versions_lib
 from albert_tf.serving import warmup
-from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
+from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, GRAPH_CALLS, ModelRunner
 
 LISTEN_BACKLOG = 2048
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_HEADER_TIMEOUT_SECS = 10.0
+DEFAULT_MAX_CONCURRENT_MODEL_CALLS = os.cpu_count() or 1
 
 
 class JsonErrorH11Protocol(H11Protocol):
@@ -180,12 +181,15 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         enable_model_warmup=True, batching_parameters=None,
                         max_connections=DEFAULT_MAX_CONNECTIONS,
                         header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS,
-                        model_config_file=None, config_poll_secs=0):
+                        model_config_file=None, config_poll_secs=0,
+                        max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS):
     """Loads the newest `num_versions` versions under `export_dir` (or the models of
     `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
     them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
     free port) and watches for new versions; returns the `RestServer` (`.grpc.port` the bound
-    gRPC port)."""
+    gRPC port). At most `max_concurrent_model_calls` graph calls run at once (None: no limit),
+    the others wait their turn."""
+    GRAPH_CALLS.set_limit(max_concurrent_model_calls)
     loader = version_loader(enable_model_warmup, batching_parameters)
 
     def make_versions(name, base_path, policy=None, labels=None):
