@@ -1,12 +1,13 @@
-"""Serving exported SavedModels over TensorFlow Serving's REST API.
+"""Serving exported SavedModels over TensorFlow Serving's REST and gRPC APIs.
 
 `tensorflow_model_server` is not on PyPI, npm or Debian, so where it is not installed the
 built-in server answers the same REST calls (tensorflow/serving `g3doc/api_rest.md`): model
 status and metadata, `:predict` in row (`instances`) or columnar (`inputs`) form, `:classify` and
 `:regress` on tf.Example features, `/versions/N` routing over every loaded version, b64 binary
 values, TF Serving's error codes with a JSON `error` body for every request, and Prometheus
-metrics at `/monitoring/prometheus/metrics`. A client written against it works unchanged against
-TensorFlow Serving.
+metrics at `/monitoring/prometheus/metrics`; the same calls over TF Serving's gRPC services; and
+TF Serving's model config file, version lifecycle, warm-up and batching. A client written
+against it works unchanged against TensorFlow Serving.
 
 Modules: `model_runner` (one loaded version: input checks and the four calls), `versions` (the
 versions under an export base: policy, retries, hot reload), `rest_app` (the ASGI application),
