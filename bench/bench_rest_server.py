@@ -1,17 +1,24 @@
-"""Load test of the built-in REST server (serve.py without tensorflow_model_server) on 127.0.0.1.
+"""Load test of the built-in TF Serving server (serve.py without tensorflow_model_server) on
+127.0.0.1: batching off and on, REST and gRPC, cold and warm, and under 2x CPU overload.
 
-  python bench/bench_rest_server.py --clients=64 --requests=50
+  python bench/bench_rest_server.py --clients=64 --requests=5
+  python bench/bench_grpc_server.py ...          (the same, gRPC only)
 
-Exports a small randomly initialised classifier (`ids` signature, seq 64, batch 1 per request),
-starts `serve.py --use_model_server=false` (uvicorn + starlette) in a subprocess, and runs N
-concurrent clients, one connection per request. Prints the CPU model, connection errors, non-200
-answers, p50/p99 latency, requests/s and the server's RSS before and after (a flat RSS means no
-per-request leak).
+Exports a randomly initialised classifier of the base config (with its TF Serving warm-up
+file) and, for each batching setting and protocol, starts a fresh `serve.py
+--use_model_server=false` in a subprocess, then measures with N concurrent clients, each
+request one short sentence (`ids` signature, --seq tokens, batch 1):
+  cold      the first burst of one request per client on the freshly started server
+  warm      --requests per client right after
+  overload  the same while `os.cpu_count()` busy processes double the CPU demand
+Prints one JSON line per run: connection errors, refusals (503 / UNAVAILABLE / RESOURCE_EXHAUSTED),
+other errors, p50/p99 latency and requests/s.
 """
 
 import concurrent.futures
 import http.client
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -27,28 +34,28 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 
 flags.DEFINE_integer("clients", 64, "Concurrent clients.")
-flags.DEFINE_integer("requests", 50, "Requests per client.")
-flags.DEFINE_integer("seq", 64, "Tokens per request.")
+flags.DEFINE_integer("requests", 5, "Requests per client in the warm and overload runs.")
+flags.DEFINE_integer("seq", 12, "Tokens per request (a short sentence).")
+flags.DEFINE_string("config", "base_v2", "Published ALBERT config of the benchmarked model.")
+flags.DEFINE_list("protocols", ["rest", "grpc"], "rest and/or grpc.")
+flags.DEFINE_list("batching", ["off", "on"], "Batching settings to run, off and/or on.")
+flags.DEFINE_string("batching_parameters", "max_batch_size { value: 16 } "
+                    "batch_timeout_micros { value: 2000 } max_enqueued_batches { value: 8 } "
+                    "num_batch_threads { value: 1 }", "The --batching_parameters_file text "
+                    "(16 rows: on 2 cores larger batches gave fewer rows/s, bench/RESULTS.md).")
+flags.DEFINE_bool("overload", True, "Also run under 2x CPU overload.")
 FLAGS = flags.FLAGS
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def export(root):
     from albert_tf.config import AlbertConfig
     from albert_tf.export import classifier as classifier_export
     from albert_tf.modeling import classifier
-    config = AlbertConfig(vocab_size=1000, embedding_size=32, hidden_size=128, num_hidden_layers=4,
-                          num_attention_heads=4, intermediate_size=256, max_position_embeddings=128)
+    config = AlbertConfig.published(FLAGS.config)
     model = classifier.AlbertClassifier(config, 2, skip_padding=True)  # as export.load_classifier
-    signatures = classifier_export.ClassifierSignatures(model, ["0", "1"], FLAGS.seq, regression=False)
+    signatures = classifier_export.ClassifierSignatures(model, ["0", "1"], 128, regression=False)
     return classifier_export.write_saved_model(signatures, root)
-
-
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 def free_port():
@@ -57,59 +64,152 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def start_server(export_dir, batching_file):
+    rest_port, grpc_port = free_port(), free_port()
+    command = [sys.executable, "serve.py", f"--model_base_path={export_dir}", "--model_name=m",
+               f"--rest_api_port={rest_port}", f"--port={grpc_port}", "--use_model_server=false"]
+    if batching_file:
+        command += ["--enable_batching", f"--batching_parameters_file={batching_file}"]
+    started = time.perf_counter()
+    server = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    while True:
+        if server.poll() is not None:
+            raise RuntimeError(f"serve.py exited with {server.returncode}: {command}")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", rest_port, timeout=2)
+            connection.request("GET", "/v1/models/m")
+            if connection.getresponse().status == 200:
+                break
+        except OSError:
+            time.sleep(0.2)
+    return server, rest_port, grpc_port, time.perf_counter() - started
+
+
+class RestClient:
+    def __init__(self, port, ids):
+        self.port = port
+        self.body = json.dumps({"signature_name": "ids", "inputs": {
+            "input_ids": ids, "input_mask": [[1] * len(ids[0])],
+            "segment_ids": [[0] * len(ids[0])]}}).encode()
+        self.connection = None
+
+    def call(self):
+        """'ok', 'refused' (503), 'error' (other status) or 'connection' (no answer)."""
+        try:
+            if self.connection is None:
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+            self.connection.request("POST", "/v1/models/m:predict", body=self.body)
+            response = self.connection.getresponse()
+            response.read()
+            if response.getheader("connection", "").lower() == "close":
+                self.connection.close()
+                self.connection = None
+            return {200: "ok", 503: "refused"}.get(response.status, "error")
+        except OSError:
+            self.connection = None
+            return "connection"
+
+
+class GrpcClient:
+    def __init__(self, port, ids):
+        import grpc
+        import tensorflow as tf
+        from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+        self.grpc = grpc
+        self.stub = prediction_service_pb2_grpc.PredictionServiceStub(
+            grpc.insecure_channel(f"127.0.0.1:{port}"))
+        self.request = predict_pb2.PredictRequest()
+        self.request.model_spec.name, self.request.model_spec.signature_name = "m", "ids"
+        array = np.array(ids, np.int32)
+        for name, value in (("input_ids", array), ("input_mask", np.ones_like(array)),
+                            ("segment_ids", np.zeros_like(array))):
+            self.request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+
+    def call(self):
+        try:
+            self.stub.Predict(self.request, timeout=120)
+            return "ok"
+        except self.grpc.RpcError as error:
+            code = error.code()
+            if code in (self.grpc.StatusCode.UNAVAILABLE, self.grpc.StatusCode.RESOURCE_EXHAUSTED):
+                return "refused"
+            return "error"
+
+
+def burst(clients, per_client):
+    """Each client's calls in its own thread; (outcome, seconds) of every call and wall time."""
+    def run(client):
+        results = []
+        for _ in range(per_client):
+            start = time.perf_counter()
+            outcome = client.call()
+            results.append((outcome, time.perf_counter() - start))
+        return results
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(len(clients)) as pool:
+        results = [item for chunk in pool.map(run, clients) for item in chunk]
+    return results, time.perf_counter() - start
+
+
+def summary(results, elapsed):
+    latencies = np.array([seconds for outcome, seconds in results if outcome == "ok"]) * 1000.0
+    counts = {outcome: sum(o == outcome for o, _ in results)
+              for outcome in ("ok", "refused", "error", "connection")}
+    return {"requests": len(results), "answered_ok": counts["ok"], "refused": counts["refused"],
+            "other_errors": counts["error"], "connection_errors": counts["connection"],
+            "p50_ms": round(float(np.percentile(latencies, 50)), 1) if len(latencies) else None,
+            "p99_ms": round(float(np.percentile(latencies, 99)), 1) if len(latencies) else None,
+            "requests_per_s": round(counts["ok"] / elapsed, 1)}
+
+
+def _spin(stop):
+    while not stop.is_set():
+        pass
+
+
 def main(argv):
     del argv
     root = tempfile.mkdtemp()
     export(os.path.join(root, "export"))
-    port = free_port()
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    server = subprocess.Popen([sys.executable, "serve.py", f"--export_dir={root}/export", "--model_name=m",
-                               f"--rest_api_port={port}", "--use_model_server=false"], cwd=repo,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(600):
+    batching_file = os.path.join(root, "batching.txt")
+    with open(batching_file, "w", encoding="utf-8") as writer:
+        writer.write(FLAGS.batching_parameters)
+    ids = [[2] + list(np.random.default_rng(0).integers(5, 1000, FLAGS.seq - 2)) + [3]]
+    ids = [[int(value) for value in ids[0]]]
+    print(json.dumps({"cpu": machine.cpu_model(), "cores": os.cpu_count(),
+                      "config": FLAGS.config, "clients": FLAGS.clients, "seq": FLAGS.seq,
+                      "batching_parameters": FLAGS.batching_parameters}), flush=True)
+    for batching in FLAGS.batching:
+        for protocol in FLAGS.protocols:
+            server, rest_port, grpc_port, startup = start_server(
+                os.path.join(root, "export"), batching_file if batching == "on" else None)
             try:
-                http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/v1/models/m")
-                break
-            except OSError:
-                time.sleep(0.2)
-        rng = np.random.default_rng(0)
-        body = json.dumps({"signature_name": "ids", "inputs": {
-            "input_ids": rng.integers(5, 1000, (1, FLAGS.seq)).tolist(),
-            "input_mask": [[1] * FLAGS.seq], "segment_ids": [[0] * FLAGS.seq]}}).encode()
-
-        def one():
-            start = time.perf_counter()
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-                connection.request("POST", "/v1/models/m:predict", body=body)
-                response = connection.getresponse()
-                response.read()
-                connection.close()
-                return response.status, time.perf_counter() - start
-            except OSError:
-                return None, time.perf_counter() - start
-
-        for _ in range(20):
-            one()
-        rss_before = rss_mb(server.pid)
-        start = time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(FLAGS.clients) as pool:
-            results = list(pool.map(lambda _: one(), range(FLAGS.clients * FLAGS.requests)))
-        elapsed = time.perf_counter() - start
-        rss_after = rss_mb(server.pid)
-        latencies = np.array([t for _, t in results]) * 1000.0
-        print(json.dumps({
-            "cpu": machine.cpu_model(), "clients": FLAGS.clients, "requests": len(results),
-            "connection_errors": sum(status is None for status, _ in results),
-            "non_200": sum(status not in (None, 200) for status, _ in results),
-            "p50_ms": round(float(np.percentile(latencies, 50)), 1),
-            "p99_ms": round(float(np.percentile(latencies, 99)), 1),
-            "requests_per_s": round(len(results) / elapsed, 1),
-            "rss_mb_before": round(rss_before, 1), "rss_mb_after": round(rss_after, 1)}))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+                client_type = RestClient if protocol == "rest" else GrpcClient
+                port = rest_port if protocol == "rest" else grpc_port
+                clients = [client_type(port, ids) for _ in range(FLAGS.clients)]
+                runs = [("cold", 1), ("warm", FLAGS.requests)]
+                if FLAGS.overload:
+                    runs.append(("overload", FLAGS.requests))
+                for phase, per_client in runs:
+                    stop, spinners = multiprocessing.Event(), []
+                    if phase == "overload":
+                        spinners = [multiprocessing.Process(target=_spin, args=(stop,))
+                                    for _ in range(os.cpu_count())]
+                        for spinner in spinners:
+                            spinner.start()
+                    try:
+                        results, elapsed = burst(clients, per_client)
+                    finally:
+                        stop.set()
+                        for spinner in spinners:
+                            spinner.join()
+                    print(json.dumps({"batching": batching, "protocol": protocol, "phase": phase,
+                                      "server_start_s": round(startup, 1),
+                                      **summary(results, elapsed)}), flush=True)
+            finally:
+                server.terminate()
+                server.wait(timeout=60)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ dimension, so the value is repeated per example.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from albert_tf import checkpoints
@@ -50,6 +51,7 @@ from albert_tf.text import tf_tokenization
 from albert_tf.glue import features, task as glue_task
 from albert_tf.export import signature_methods
 from albert_tf.export import versioned
+from albert_tf.export import warmup_requests
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets
 
@@ -169,6 +171,38 @@ class ClassifierSignatures:
             self.max_seq_length, self.cls_id, self.sep_id)
         return self._trimmed_outputs(packed)
 
+    def _text_of_length(self, length):
+        """A sentence whose packed `[CLS] text [SEP]` is `length` pieces or a little less."""
+        words = max(1, length - 2)
+        while words > 1:
+            text = " ".join(["the"] * words)
+            pieces = int(self.tokenizer.tokenize(tf.constant([text])).row_lengths()[0])
+            if pieces + 2 <= length:
+                return text
+            words -= max(1, (pieces + 2 - length) // 2)
+        return "the"
+
+    def warmup_logs(self, include_text=True):
+        """One request per signature and length bucket (batch 1): every sequence length a
+        signature runs the model at is optimised before the version is served."""
+        logs = []
+        name = self.examples_signature[0]
+        for length in length_buckets.default_buckets(self.max_seq_length):
+            inputs = warmup_requests.ids_inputs([1, length])
+            ids, mask, segments = (inputs[name] for name in MODEL_INPUTS)
+            logs.append(warmup_requests.predict_log("ids", inputs))
+            padded = {key: np.pad(value[0], (0, self.max_seq_length - length))
+                      for key, value in zip(MODEL_INPUTS, (ids, mask, segments))}
+            logs.append(warmup_requests.predict_log("serving_default", {"serialized_example": np.array(
+                [warmup_requests.int_example(padded).SerializeToString()], dtype=object)}))
+            logs.append(warmup_requests.examples_log(name, [warmup_requests.int_example(dict(
+                zip(MODEL_INPUTS, (ids[0], mask[0], segments[0]))))], self.regression))
+            if include_text and self.tokenizer is not None:
+                logs.append(warmup_requests.predict_log("text", {
+                    "text_a": warmup_requests.strings(self._text_of_length(length)),
+                    "text_b": warmup_requests.strings("")}))
+        return logs
+
     def archive(self, include_text=True):
         """A Keras `ExportArchive` holding the model, the tokenizer (`include_text`) and the
         signatures."""
@@ -192,9 +226,11 @@ class ClassifierSignatures:
 
 
 def write_saved_model(signatures, export_dir, include_text=True):
-    """Writes `<export_dir>/<version>/` atomically; returns that path."""
+    """Writes `<export_dir>/<version>/` atomically, with its TF Serving warm-up requests;
+    returns that path."""
     name, method = signatures.examples_signature
-    return versioned.write_archive(signatures.archive(include_text), export_dir, {name: method})
+    return versioned.write_archive(signatures.archive(include_text), export_dir, {name: method},
+                                   signatures.warmup_logs(include_text))
 
 
 def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, precision="float32",

@@ -23,8 +23,10 @@ import tensorflow as tf
 from albert_tf import checkpoints
 from albert_tf.text import tf_tokenization
 from albert_tf.export import versioned
+from albert_tf.export import warmup_requests
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import graph_features, reader
+from albert_tf.training import length_buckets
 
 
 def _scores(model, inputs):
@@ -63,6 +65,23 @@ def serving_archive(model, text_encoder=None):
     return archive
 
 
+def warmup_logs(model, text_encoder=None):
+    """TF Serving warm-up requests: `serving_default` (one question, four options) at every
+    length bucket up to the text encoder's max_seq_length (else max_position_embeddings),
+    `text` once."""
+    max_length = (text_encoder.max_seq_length if text_encoder is not None
+                  else model.config.max_position_embeddings)
+    logs = [warmup_requests.predict_log("serving_default", warmup_requests.ids_inputs(
+        [1, reader.NUM_CHOICES, length])) for length in length_buckets.default_buckets(max_length)]
+    if text_encoder is not None:
+        options = warmup_requests.strings(*(f"option {i}" for i in range(reader.NUM_CHOICES)))
+        logs.append(warmup_requests.predict_log("text", {
+            "article": warmup_requests.strings("A short article about a warm model."),
+            "question": warmup_requests.strings("What is the model?"),
+            "options": options.reshape(1, reader.NUM_CHOICES)}))
+    return logs
+
+
 def load_model(albert_config, checkpoint_path):
     """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint."""
     model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES,
@@ -74,7 +93,8 @@ def load_model(albert_config, checkpoint_path):
 
 def export_saved_model(model, export_dir, text_encoder=None):
     """Writes `<export_dir>/<version>/` atomically; returns that path."""
-    return versioned.write_archive(serving_archive(model, text_encoder), export_dir)
+    return versioned.write_archive(serving_archive(model, text_encoder), export_dir,
+                                   warmup_logs=warmup_logs(model, text_encoder))
 
 
 def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True):

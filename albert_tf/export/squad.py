@@ -39,7 +39,9 @@ from albert_tf.files import io_utils
 from albert_tf.text import tf_tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import versioned
+from albert_tf.export import warmup_requests
 from albert_tf.modeling import squad_heads
+from albert_tf.training import length_buckets
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
@@ -196,6 +198,17 @@ class SquadSignatures:
             result["null_score"] = null_score
         return result
 
+    def warmup_logs(self):
+        """TF Serving warm-up requests: `serving_default` at every length bucket, `answer` once
+        (it always runs max_seq_length windows)."""
+        logs = [warmup_requests.predict_log("serving_default", warmup_requests.ids_inputs(
+            [1, length])) for length in length_buckets.default_buckets(self.max_seq_length)]
+        if self.tokenizer is not None:
+            logs.append(warmup_requests.predict_log("answer", {
+                "question": warmup_requests.strings("What is warm?"),
+                "context": warmup_requests.strings("The model is warm before it is served.")}))
+        return logs
+
     def archive(self):
         dummy = tf.zeros([1, self.max_seq_length], tf.int32)
         self.ids(dummy, dummy, dummy)  # builds the model's variables
@@ -213,7 +226,8 @@ class SquadSignatures:
 
 def write_saved_model(signatures, export_dir):
     """Writes `<export_dir>/saved_model/<version>/` atomically; returns that path."""
-    return versioned.write_archive(signatures.archive(), os.path.join(export_dir, "saved_model"))
+    return versioned.write_archive(signatures.archive(), os.path.join(export_dir, "saved_model"),
+                                   warmup_logs=signatures.warmup_logs())
 
 
 def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_top=5,

@@ -7,6 +7,7 @@ import uuid
 import tensorflow as tf
 
 from albert_tf.export import signature_methods
+from albert_tf.export import warmup_requests
 
 
 def next_version(directory):
@@ -16,16 +17,19 @@ def next_version(directory):
     return max([int(time.time())] + [version + 1 for version in existing])
 
 
-def write_archive(archive, directory, method_names=None):
+def write_archive(archive, directory, method_names=None, warmup_logs=()):
     """Writes a Keras `ExportArchive` to `<directory>/<version>/` under a temporary name first,
     so TF Serving never picks up a half-written version; returns that path. `method_names`
-    ({signature: TF Serving method}) marks Classify / Regress signatures."""
+    ({signature: TF Serving method}) marks Classify / Regress signatures; `warmup_logs`
+    (PredictionLogs) become the version's TF Serving warm-up file."""
     tf.io.gfile.makedirs(directory)
     temp = os.path.join(directory, f".tmp-{uuid.uuid4().hex[:8]}")
     try:
         archive.write_out(temp, verbose=False)
         if method_names:
             signature_methods.set_method_names(temp, method_names)
+        if warmup_logs:
+            warmup_requests.write(temp, warmup_logs)
         return _rename_to_new_version(temp, directory)
     except BaseException:
         if tf.io.gfile.exists(temp):

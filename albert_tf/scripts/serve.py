@@ -1,8 +1,9 @@
-"""Serves an exported model over TensorFlow Serving's REST API, or classifies text once.
+"""Serves an exported model over TensorFlow Serving's REST and gRPC APIs, or classifies text once.
 
-  python serve.py --export_dir=OUT/export --model_name=albert --rest_api_port=8501
+  python serve.py --model_base_path=OUT/export --model_name=albert --rest_api_port=8501 --port=8500
       Runs `tensorflow_model_server` when it is installed, else the built-in server with the
-      same REST API (albert_tf/serving/), which also picks up new versions without a restart.
+      same REST and gRPC APIs and TF Serving's flags (albert_tf/serving/): version policy,
+      load retries, warm-up, batching. `--export_dir` is the older name of --model_base_path.
   python serve.py --export_dir=OUT/export --text="a gripping film" --text="dull and tired"
       Loads the SavedModel in this process and prints one JSON line per sentence from its
       raw-text signature.
@@ -11,7 +12,6 @@
 import json
 
 from absl import app
-from absl import flags
 from absl import logging
 
 from albert_tf import cli
@@ -21,9 +21,19 @@ from albert_tf import serving
 def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
     define = cli.Definer(flag_values)
-    define.string("export_dir", None, "Export directory: a SavedModel or numeric version subdirectories.")
-    define.string("model_name", "albert", "Model name in the REST paths /v1/models/<name>.")
+    define.string("export_dir", None, "Export directory: a SavedModel or numeric version "
+                  "subdirectories (the same as --model_base_path).")
+    define.string("model_base_path", None, "TF Serving's name of --export_dir.")
+    define.string("model_name", "albert", "Model name in the REST paths /v1/models/<name> and "
+                  "gRPC ModelSpecs.")
     define.integer("rest_api_port", 8501, "Port of the REST API.", lower_bound=0, upper_bound=65535)
+    define.string("model_config_file", None, "Built-in server: a text-format ModelServerConfig "
+                  "(TF Serving's flag): several models, version policies, version labels; "
+                  "instead of --model_base_path.")
+    define.integer("model_config_file_poll_wait_seconds", 0, "Built-in server: reread "
+                   "--model_config_file this often (0: never; TF Serving's flag).", lower_bound=0)
+    define.integer("port", 8500, "Port of the gRPC API (TF Serving's flag and default); 0: any "
+                   "free port.", lower_bound=0, upper_bound=65535)
     define.string("host", "127.0.0.1", "Address the built-in server listens on.")
     define.multi_string("text", None, "Classify these sentences once and exit (no server).")
     define.multi_string("text_b", None, "Second sentences for pair tasks, one per --text.")
@@ -37,16 +47,63 @@ def define_flags(flag_values):
                  "server: a connection idle this long (a stalled upload) is closed.",
                  lower_bound=0.1)
     define.integer("num_versions", serving.DEFAULT_NUM_VERSIONS, "Built-in server: how many of "
-                   "the newest versions under --export_dir are served at once.", lower_bound=1)
+                   "the newest loadable versions are served at once (TF Serving's default "
+                   "policy: latest 1).", lower_bound=1)
+    define.integer("max_num_load_retries", serving.DEFAULT_MAX_NUM_LOAD_RETRIES, "Built-in "
+                   "server: retries of a failed version load (TF Serving's flag).", lower_bound=0)
+    define.integer("load_retry_interval_micros", int(serving.DEFAULT_LOAD_RETRY_INTERVAL_SECS
+                                                      * 1e6),
+                   "Built-in server: microseconds between load retries (TF Serving's flag).",
+                   lower_bound=0)
+    define.bool("enable_model_warmup", True, "Built-in server: replay the version's "
+                "assets.extra/tf_serving_warmup_requests before serving it (TF Serving's flag).")
+    define.bool("enable_batching", False, "Built-in server: join concurrent requests into one "
+                "model call (TF Serving's flag).")
+    define.string("batching_parameters_file", None, "Built-in server: text-format "
+                  "BatchingParameters (max_batch_size, batch_timeout_micros, "
+                  "max_enqueued_batches, num_batch_threads, allowed_batch_sizes, "
+                  "pad_variable_length_inputs); implies --enable_batching.")
+    define.integer("max_connections", serving.DEFAULT_MAX_CONNECTIONS, "Built-in server: REST "
+                   "connections above this are answered 503 at once.", lower_bound=1)
+    define.integer("max_concurrent_model_calls", serving.DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+                   "Built-in server: graph calls running at once (default: the number of CPUs); "
+                   "the others wait in arrival order (0: no limit).",
+                   lower_bound=0)
+    define.float("header_timeout_secs", serving.DEFAULT_HEADER_TIMEOUT_SECS, "Built-in server: "
+                 "a REST connection whose request headers take longer is closed.",
+                 lower_bound=0.1)
     define.float("file_system_poll_wait_seconds", serving.DEFAULT_POLL_SECS, "Built-in server: "
                  "how often --export_dir is rescanned for new versions (TF Serving's flag).",
                  lower_bound=0.05)
-    flags.mark_flag_as_required("export_dir", flag_values=flag_values)
+
+
+def base_path(flag_values):
+    """--model_base_path or --export_dir (one of them, or both equal)."""
+    paths = {path for path in (flag_values.model_base_path, flag_values.export_dir) if path}
+    if len(paths) != 1:
+        raise cli.UserInputError("give the export directory as --model_base_path (or "
+                                 f"--export_dir), once; got {sorted(paths) or 'neither'}")
+    return paths.pop()
+
+
+def batching_parameters(flag_values):
+    """The BatchingParameters of --batching_parameters_file, defaults with --enable_batching,
+    None without batching."""
+    path = flag_values.batching_parameters_file
+    if path is None:
+        return serving.BatchingParameters() if flag_values.enable_batching else None
+    try:
+        with open(path, encoding="utf-8") as reader:
+            return serving.BatchingParameters.parse(reader.read(), f"--batching_parameters_file={path}")
+    except OSError as error:
+        raise cli.MissingFileError(f"--batching_parameters_file={path}: {error.strerror}") from error
+    except ValueError as error:
+        raise cli.UserInputError(str(error)) from error
 
 
 def classify_once(flag_values):
     """--text: one request to the export, the predictions printed as JSON lines."""
-    model_dir, version = serving.resolve_model_dir(flag_values.export_dir)
+    model_dir, version = serving.resolve_model_dir(base_path(flag_values))
     runner = serving.ModelRunner(model_dir, flag_values.model_name, version or 1)
     texts_b = flag_values.text_b or [""] * len(flag_values.text)
     if len(texts_b) != len(flag_values.text):
@@ -63,18 +120,38 @@ def run(flag_values):
     if flag_values.text:
         classify_once(flag_values)
         return
-    command = serving.model_server_command(flag_values.export_dir, flag_values.model_name,
-                                           flag_values.rest_api_port)
+    config_file = flag_values.model_config_file
+    export_dir = None if config_file else base_path(flag_values)
+    parameters = batching_parameters(flag_values)
+    extra = [f"--enable_model_warmup={str(flag_values.enable_model_warmup).lower()}",
+             f"--max_num_load_retries={flag_values.max_num_load_retries}",
+             f"--load_retry_interval_micros={flag_values.load_retry_interval_micros}"]
+    if parameters is not None:
+        extra.append("--enable_batching=true")
+        if flag_values.batching_parameters_file:
+            extra.append(f"--batching_parameters_file={flag_values.batching_parameters_file}")
+    if config_file:
+        extra += [f"--model_config_file={config_file}", "--model_config_file_poll_wait_seconds="
+                  f"{flag_values.model_config_file_poll_wait_seconds}"]
+    command = serving.model_server_command(export_dir, flag_values.model_name,
+                                           flag_values.rest_api_port, flag_values.port, extra)
     if flag_values.use_model_server and command:
         logging.info("starting %s", " ".join(command))
         serving.run_model_server(command)
         return
     server = serving.start_python_server(
-        flag_values.export_dir, flag_values.model_name, flag_values.rest_api_port, flag_values.host,
+        export_dir, flag_values.model_name, flag_values.rest_api_port, flag_values.host,
         flag_values.max_batch_size, flag_values.max_body_bytes, flag_values.request_timeout_secs,
-        flag_values.num_versions, flag_values.file_system_poll_wait_seconds)
-    logging.info("serving %s on http://%s:%d/v1/models/%s (built-in TF Serving REST API)",
-                 flag_values.export_dir, *server.server_address, flag_values.model_name)
+        flag_values.num_versions, flag_values.file_system_poll_wait_seconds,
+        grpc_port=flag_values.port, max_num_load_retries=flag_values.max_num_load_retries,
+        load_retry_interval_secs=flag_values.load_retry_interval_micros / 1e6,
+        enable_model_warmup=flag_values.enable_model_warmup, batching_parameters=parameters,
+        max_connections=flag_values.max_connections,
+        header_timeout_secs=flag_values.header_timeout_secs, model_config_file=config_file,
+        max_concurrent_model_calls=flag_values.max_concurrent_model_calls or None,
+        config_poll_secs=flag_values.model_config_file_poll_wait_seconds)
+    logging.info("serving %s on http://%s:%d (REST) and gRPC port %d", config_file or export_dir,
+                 *server.server_address, server.grpc.port)
     try:
         server.wait()
     except KeyboardInterrupt:

@@ -1,30 +1,70 @@
-"""Starting a server: `tensorflow_model_server` when it is installed, else the built-in REST app
-on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog, HTTP
-parsing errors answered by h11, graceful shutdown)."""
+"""Starting a server: `tensorflow_model_server` when it is installed, else the built-in one: the
+REST app on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog,
+HTTP parsing errors answered by h11, graceful shutdown) and the gRPC API on grpcio, over the
+same loaded versions."""
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import threading
 import time
+import weakref
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from albert_tf.serving import batching
+from albert_tf.serving import grpc_server
 from albert_tf.serving import metrics as metrics_lib
+from albert_tf.serving import model_config
 from albert_tf.serving import rest_app
 from albert_tf.serving import versions as versions_lib
-from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE
+from albert_tf.serving import warmup
+from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, GRAPH_CALLS, ModelRunner
 
 LISTEN_BACKLOG = 2048
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_HEADER_TIMEOUT_SECS = 10.0
+DEFAULT_MAX_CONCURRENT_MODEL_CALLS = os.cpu_count() or 1
 
 
 class JsonErrorH11Protocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, answering a request it cannot parse (bad request line,
-    headers over h11's limit) with TF Serving's JSON error body instead of plain text."""
+    headers over h11's limit) with TF Serving's JSON error body instead of plain text, and
+    closing a connection whose request headers do not arrive within `header_timeout_secs`
+    (uvicorn itself only times out idle keep-alive connections)."""
+
+    header_timeout_secs = DEFAULT_HEADER_TIMEOUT_SECS
+
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        self._header_timer = self.loop.call_later(self.header_timeout_secs, self._header_timeout)
+
+    def data_received(self, data):
+        super().data_received(data)
+        waiting_for_headers = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+        if waiting_for_headers and self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout_secs,
+                                                      self._header_timeout)
+        elif not waiting_for_headers and self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def connection_lost(self, exc):
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+    def _header_timeout(self):
+        self._header_timer = None
+        idle = self.cycle is None or self.cycle.response_complete
+        if self.conn.their_state is h11.IDLE and idle and not self.transport.is_closing():
+            self.transport.close()
 
     def send_400_response(self, msg):
         body = json.dumps({"error": f"Malformed HTTP request: {msg}"}).encode("utf-8")
@@ -38,17 +78,25 @@ class JsonErrorH11Protocol(H11Protocol):
 
 class RestServer:
     """The built-in server running on a background thread. `server_address` is the bound
-    (host, port); `shutdown()` stops accepting, finishes open requests and stops polling."""
+    (host, port); `shutdown()` stops accepting, finishes open requests and stops polling
+    `versions` (a ServedVersions or ConfiguredModels)."""
 
-    def __init__(self, app, versions, host, port, request_timeout_secs):
-        self.versions = versions
+    def __init__(self, app, versions, host, port, request_timeout_secs,
+                 max_connections=DEFAULT_MAX_CONNECTIONS, grpc=None,
+                 header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS):
+        self.versions, self.grpc = versions, grpc
+        protocol = type("H11Protocol", (JsonErrorH11Protocol,),
+                        {"header_timeout_secs": header_timeout_secs})
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
         self.server_address = listener.getsockname()[:2]
-        config = uvicorn.Config(app, http=JsonErrorH11Protocol, lifespan="off",
+        # uvicorn answers 503 once its open connections reach limit_concurrency, this one
+        # included: + 1 lets max_connections connections be served.
+        config = uvicorn.Config(app, http=protocol, lifespan="off",
                                 backlog=LISTEN_BACKLOG, access_log=False,
-                                log_level="warning", timeout_keep_alive=max(1, round(request_timeout_secs)))
+                                log_level="warning", limit_concurrency=max_connections + 1,
+                                timeout_keep_alive=max(1, round(request_timeout_secs)))
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [listener]},
                                         daemon=True, name="rest-server")
@@ -66,8 +114,60 @@ class RestServer:
 
     def shutdown(self):
         self.versions.stop_polling()
+        if self.grpc is not None:
+            self.grpc.shutdown()
         self._server.should_exit = True
         self._thread.join(30)
+
+
+class ModelRouter:
+    """The REST API over several models (--model_config_file): each request goes to the
+    `RestApp` of the model its path names, `/labels/L` turned into the label's `/versions/N`
+    (400 for a label the config does not define, as TF Serving answers); other paths (metrics,
+    unknown models) go to any one of them, which answers them as for a single model."""
+
+    _MODEL = re.compile(r"/v1/models/([^/:]+)")
+    _LABEL = re.compile(r"(/v1/models/[^/:]+)/labels/([^/:]+)")
+
+    def __init__(self, models, make_app):
+        self.models, self._make_app = models, make_app
+        self._apps = weakref.WeakKeyDictionary()  # a removed model's app goes with it
+
+    async def __call__(self, scope, receive, send):
+        match = self._MODEL.match(scope.get("path", ""))
+        versions = self.models.get(match.group(1)) if match else None
+        if versions is None:
+            versions = next(iter(self.models.values()), None)
+        if versions is None:
+            response = rest_app.JSONResponse({"error": "no model is configured"}, status_code=404)
+            await response(scope, receive, send)
+            return
+        label = self._LABEL.match(scope.get("path", ""))
+        if label and label.group(2) in versions.labels:  # the label's version, by number
+            version = versions.labels[label.group(2)]
+            path = f"{label.group(1)}/versions/{version}{scope['path'][label.end():]}"
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        elif label:
+            response = rest_app.JSONResponse(
+                {"error": f"Unrecognized servable version label: {label.group(2)}"}, status_code=400)
+            await response(scope, receive, send)
+            return
+        if versions not in self._apps:
+            self._apps[versions] = self._make_app(versions)
+        await self._apps[versions](scope, receive, send)
+
+
+def version_loader(enable_model_warmup=True, batching_parameters=None):
+    """The `ServedVersions` loader: a `ModelRunner`, given a batcher when batching is on and
+    warmed up from its `assets.extra` before it is served."""
+    def load(model_dir, model_name, version, max_batch_size):
+        runner = ModelRunner(model_dir, model_name, version, max_batch_size)
+        if batching_parameters is not None:
+            runner.batcher = batching.Batcher(batching_parameters)
+        if enable_model_warmup:
+            warmup.replay(runner)
+        return runner
+    return load
 
 
 def start_python_server(export_dir, model_name, port, host="127.0.0.1",
@@ -75,23 +175,59 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         max_body_bytes=rest_app.DEFAULT_MAX_BODY_BYTES,
                         request_timeout_secs=rest_app.DEFAULT_REQUEST_TIMEOUT_SECS,
                         num_versions=versions_lib.DEFAULT_NUM_VERSIONS,
-                        poll_secs=versions_lib.DEFAULT_POLL_SECS):
-    """Loads the newest `num_versions` versions under `export_dir`, serves them on
-    host:port (0 = any free port) and watches for new ones; returns the `RestServer`."""
-    versions = versions_lib.ServedVersions(export_dir, model_name, max_batch_size, num_versions)
-    versions.start_polling(poll_secs)
-    app = rest_app.RestApp(versions, metrics_lib.RequestMetrics(), max_body_bytes,
-                           request_timeout_secs)
-    return RestServer(app, versions, host, port, request_timeout_secs)
+                        poll_secs=versions_lib.DEFAULT_POLL_SECS, grpc_port=None,
+                        max_num_load_retries=versions_lib.DEFAULT_MAX_NUM_LOAD_RETRIES,
+                        load_retry_interval_secs=versions_lib.DEFAULT_LOAD_RETRY_INTERVAL_SECS,
+                        enable_model_warmup=True, batching_parameters=None,
+                        max_connections=DEFAULT_MAX_CONNECTIONS,
+                        header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS,
+                        model_config_file=None, config_poll_secs=0,
+                        max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS):
+    """Loads the newest `num_versions` versions under `export_dir` (or the models of
+    `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
+    them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
+    free port) and watches for new versions; returns the `RestServer` (`.grpc.port` the bound
+    gRPC port). At most `max_concurrent_model_calls` graph calls run at once (None: no limit),
+    the others wait their turn."""
+    GRAPH_CALLS.set_limit(max_concurrent_model_calls)
+    loader = version_loader(enable_model_warmup, batching_parameters)
+
+    def make_versions(name, base_path, policy=None, labels=None):
+        return versions_lib.ServedVersions(
+            base_path, name, max_batch_size, num_versions, policy=policy, labels=labels,
+            max_num_load_retries=max_num_load_retries,
+            retry_interval_secs=load_retry_interval_secs, loader=loader)
+
+    metrics = metrics_lib.RequestMetrics()
+    if model_config_file is None:
+        lifecycle = make_versions(model_name, export_dir)
+        lifecycle.start_polling(poll_secs)
+        models = {model_name: lifecycle}
+        app = rest_app.RestApp(lifecycle, metrics, max_body_bytes, request_timeout_secs)
+    else:
+        lifecycle = model_config.ConfiguredModels(model_config_file, make_versions, poll_secs)
+        lifecycle.start_polling(config_poll_secs)
+        models = lifecycle.models
+        app = ModelRouter(models, lambda versions: rest_app.RestApp(
+            versions, metrics, max_body_bytes, request_timeout_secs))
+    grpc = None
+    if grpc_port is not None:
+        grpc = grpc_server.GrpcServer(models, host, grpc_port)
+    return RestServer(app, lifecycle, host, port, request_timeout_secs, max_connections, grpc,
+                      header_timeout_secs)
 
 
-def model_server_command(export_dir, model_name, rest_port):
+def model_server_command(export_dir, model_name, rest_port, grpc_port=None, extra_flags=()):
     """The `tensorflow_model_server` command line, or None when that binary is not installed."""
     binary = shutil.which("tensorflow_model_server")
     if binary is None:
         return None
-    return [binary, f"--rest_api_port={rest_port}", f"--model_name={model_name}",
-            f"--model_base_path={os.path.abspath(export_dir)}"]
+    command = [binary, f"--rest_api_port={rest_port}"]
+    if export_dir is not None:  # else a --model_config_file among extra_flags
+        command += [f"--model_name={model_name}", f"--model_base_path={os.path.abspath(export_dir)}"]
+    if grpc_port is not None:
+        command.append(f"--port={grpc_port}")
+    return command + list(extra_flags)
 
 
 def run_model_server(command):

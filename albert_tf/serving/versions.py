@@ -1,5 +1,8 @@
-"""The versions of one model under an export base, loaded and kept current as TF Serving does:
-a new numeric version directory is picked up without a restart and a removed one is unloaded."""
+"""The versions of one model under a base path, loaded and kept current as TF Serving does: new
+numeric version directories are picked up without a restart, a version policy (latest N, all,
+specific) chooses which are served, failed loads are retried, and transitions keep the model
+available (an old version goes only once a newer one is AVAILABLE; a version that never loads
+is END with its error and takes no slot of a good one)."""
 
 import os
 import re
@@ -11,8 +14,10 @@ import tensorflow as tf
 from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
 
-DEFAULT_NUM_VERSIONS = 2
+DEFAULT_NUM_VERSIONS = 1  # TF Serving's default policy: the latest version only
 DEFAULT_POLL_SECS = 1.0
+DEFAULT_MAX_NUM_LOAD_RETRIES = 5  # TF Serving's --max_num_load_retries
+DEFAULT_LOAD_RETRY_INTERVAL_SECS = 60.0  # TF Serving's --load_retry_interval_micros, 1 minute
 
 
 def numeric_versions(export_dir):
@@ -37,25 +42,60 @@ def resolve_model_dir(export_dir):
     return os.path.join(export_dir, str(versions[0])), versions[0]
 
 
+class VersionPolicy:
+    """TF Serving's `model_version_policy`: `latest` N (its default, N = 1), `all`, or
+    `specific` version numbers."""
+
+    def __init__(self, kind="latest", num_versions=DEFAULT_NUM_VERSIONS, versions=()):
+        if kind not in ("latest", "all", "specific"):
+            raise ValueError(f"version policy must be latest, all or specific, got {kind!r}")
+        if kind == "latest" and num_versions < 1:
+            raise ValueError(f"latest version policy needs num_versions >= 1, got {num_versions}")
+        if kind == "specific" and not versions:
+            raise ValueError("specific version policy needs at least one version")
+        self.kind, self.num_versions, self.versions = kind, num_versions, set(versions)
+
+    def choose(self, candidates):
+        """The versions to serve among `candidates` (highest first)."""
+        if self.kind == "latest":
+            return candidates[:self.num_versions]
+        if self.kind == "all":
+            return list(candidates)
+        return [version for version in candidates if version in self.versions]
+
+
+def default_loader(model_dir, model_name, version, max_batch_size):
+    return ModelRunner(model_dir, model_name, version, max_batch_size)
+
+
 class ServedVersions:
-    """The newest `num_versions` versions of `export_dir`, each a `ModelRunner`.
+    """The versions of `export_dir` chosen by `policy`, each a runner made by `loader`
+    (model_dir, model_name, version, max_batch_size), which also warms it up.
 
     `export_dir` holding a saved_model.pb itself is served as version 1 and never reloaded.
     `start_polling` rescans every `poll_secs` seconds on a background thread; requests keep being
-    answered by the loaded versions while a new one loads. A version that fails to load is
-    reported in the status call with its error and the others stay served.
+    answered by the loaded versions while a new one loads. A load that fails is retried
+    `max_num_load_retries` times, `retry_interval_secs` apart (a version still being copied
+    loads once complete); then the version is END with its error in the status call and the
+    policy chooses among the other versions. `labels` maps version labels to versions.
     """
 
     def __init__(self, export_dir, model_name, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-                 num_versions=DEFAULT_NUM_VERSIONS):
+                 num_versions=DEFAULT_NUM_VERSIONS, policy=None, labels=None,
+                 max_num_load_retries=DEFAULT_MAX_NUM_LOAD_RETRIES,
+                 retry_interval_secs=DEFAULT_LOAD_RETRY_INTERVAL_SECS, loader=default_loader):
         self.export_dir, self.model_name = export_dir, model_name
-        self.max_batch_size, self.num_versions = max_batch_size, num_versions
-        self._runners, self._failures = {}, {}
+        self.max_batch_size = max_batch_size
+        self.policy = policy or VersionPolicy("latest", num_versions)
+        self.labels = dict(labels or {})
+        self.max_num_load_retries, self.retry_interval_secs = max_num_load_retries, retry_interval_secs
+        self._loader = loader
+        self._runners, self._failures, self._loading = {}, {}, set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._single = tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb"))
         if self._single:
-            self._runners[1] = ModelRunner(export_dir, model_name, 1, max_batch_size)
+            self._runners[1] = loader(export_dir, model_name, 1, max_batch_size)
         else:
             resolve_model_dir(export_dir)  # a clear error when there is nothing to serve
             self.refresh()
@@ -63,26 +103,57 @@ class ServedVersions:
                 raise ServingError(f"{export_dir}: no version could be loaded: {self._failures}",
                                    status=500)
 
-    def refresh(self):
-        """Loads new versions among the newest `num_versions`, unloads the rest."""
-        wanted = numeric_versions(self.export_dir)[:self.num_versions]
-        for version in wanted:
-            if version in self._runners or version in self._failures:
-                continue
+    def _load(self, version):
+        """A runner for `version`, retried; None (and the error recorded) when it never loads."""
+        for attempt in range(self.max_num_load_retries + 1):
+            if attempt and self._stop.wait(self.retry_interval_secs):
+                return None
             try:
-                runner = ModelRunner(os.path.join(self.export_dir, str(version)), self.model_name,
-                                     version, self.max_batch_size)
-            except Exception as error:  # reported by the status call; the other versions stay up
-                logging.exception("%s: version %d failed to load", self.export_dir, version)
-                self._failures[version] = f"{type(error).__name__}: {error}"
-                continue
-            with self._lock:
-                self._runners[version] = runner
-            logging.info("serving version %d of %s", version, self.model_name)
+                return self._loader(os.path.join(self.export_dir, str(version)),
+                                    self.model_name, version, self.max_batch_size)
+            except Exception as error:  # reported by the status call; the others stay served
+                logging.warning("%s: version %d failed to load (attempt %d of %d): %s",
+                                self.export_dir, version, attempt + 1,
+                                self.max_num_load_retries + 1, error)
+                message = f"{type(error).__name__}: {error}"
         with self._lock:
-            for version in set(self._runners) - set(wanted):
-                del self._runners[version]
-                logging.info("unloaded version %d of %s", version, self.model_name)
+            self._failures[version] = message
+        return None
+
+    def _wanted(self, on_disk):
+        with self._lock:
+            return self.policy.choose([v for v in on_disk if v not in self._failures])
+
+    def refresh(self):
+        """Loads the versions the policy wants, then unloads the unwanted ones, but only while
+        a wanted version is AVAILABLE."""
+        on_disk = numeric_versions(self.export_dir)
+        with self._lock:
+            for version in set(self._failures) - set(on_disk):
+                del self._failures[version]  # removed from disk: a new copy may load
+        wanted = self._wanted(on_disk)
+        while True:  # a failed load frees its slot for the next candidate
+            missing = [version for version in wanted if version not in self._runners]
+            if not missing or self._stop.is_set():
+                break
+            for version in missing:
+                with self._lock:
+                    self._loading.add(version)
+                runner = self._load(version)
+                with self._lock:
+                    self._loading.discard(version)
+                    if runner is not None:
+                        self._runners[version] = runner
+                        logging.info("serving version %d of %s", version, self.model_name)
+            wanted_now = self._wanted(on_disk)
+            if wanted_now == wanted:
+                break
+            wanted = wanted_now
+        with self._lock:
+            if any(version in self._runners for version in wanted):
+                for version in set(self._runners) - set(wanted):
+                    del self._runners[version]
+                    logging.info("unloaded version %d of %s", version, self.model_name)
 
     def start_polling(self, poll_secs=DEFAULT_POLL_SECS):
         if self._single:
@@ -111,12 +182,22 @@ class ServedVersions:
         raise ServingError(f"Servable not found for request: Specific({self.model_name}, "
                            f"{version})", status=404)
 
+    def get_label(self, label):
+        """The runner a version label points to (INVALID_ARGUMENT for an unknown label, as TF
+        Serving answers)."""
+        if label not in self.labels:
+            raise ServingError(f"Unrecognized servable version label: {label}")
+        return self.get(self.labels[label])
+
     def status(self, version=None):
-        """TF Serving's GetModelStatus JSON for all versions, or for `version` (404 if unknown)."""
+        """TF Serving's GetModelStatus JSON for all versions, or for `version` (404 if unknown):
+        LOADING while a load (or its retries) runs, AVAILABLE, or END with the error of a load
+        that never succeeded; unloaded versions are no longer listed."""
         with self._lock:
-            states = {number: ("AVAILABLE", "OK", "") for number in self._runners}
-        states.update({number: ("END", "UNKNOWN", message)
-                       for number, message in self._failures.items()})
+            states = {number: ("LOADING", "OK", "") for number in self._loading}
+            states.update({number: ("AVAILABLE", "OK", "") for number in self._runners})
+            states.update({number: ("END", "UNKNOWN", message)
+                           for number, message in self._failures.items()})
         if version is not None:
             if version not in states:
                 self.get(version)  # raises the 404

@@ -1,0 +1,51 @@
+"""TF Serving's model warm-up (`--enable_model_warmup`): the requests an export recorded in
+`assets.extra/tf_serving_warmup_requests` (a TFRecord of `PredictionLog`s) are replayed on a
+version before it is served, so the first requests do not pay for graph optimisation and
+per-shape kernel set-up. A warm-up request that fails fails the load, as in TF Serving."""
+
+import os
+
+from absl import logging
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+from albert_tf.export.warmup_requests import WARMUP_FILE
+from albert_tf.serving import tensor_requests
+
+MAX_WARMUP_RECORDS = 1000  # TF Serving's limit
+
+
+def _replay_one(runner, log):
+    kind = log.WhichOneof("log_type")
+    if kind == "predict_log":
+        tensor_requests.predict(runner, log.predict_log.request)
+    elif kind == "classify_log":
+        tensor_requests.classify(runner, log.classify_log.request)
+    elif kind == "regress_log":
+        tensor_requests.regress(runner, log.regress_log.request)
+    elif kind == "multi_inference_log":
+        tensor_requests.multi_inference(runner, log.multi_inference_log.request)
+    else:
+        raise ValueError(f"warm-up record of unsupported kind {kind!r} (predict, classify, "
+                         f"regress and multi_inference logs are replayed)")
+
+
+def replay(runner):
+    """Runs every warm-up record of `runner`'s version; returns how many (0 without the file)."""
+    path = os.path.join(runner.model_dir, WARMUP_FILE)
+    if not tf.io.gfile.exists(path):
+        return 0
+    count = 0
+    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        count += 1
+        if count > MAX_WARMUP_RECORDS:
+            raise ValueError(f"{path}: more than {MAX_WARMUP_RECORDS} warm-up records")
+        log = prediction_log_pb2.PredictionLog()
+        log.ParseFromString(record)
+        try:
+            _replay_one(runner, log)
+        except Exception as error:
+            raise ValueError(f"{path}: warm-up record {count} failed: {error}") from error
+    logging.info("warmed up version %d of %s with %d requests", runner.version,
+                 runner.model_name, count)
+    return count

@@ -1,0 +1,108 @@
+"""TF Serving's --model_config_file on the built-in server: several models, version policies
+and labels (text-format ModelServerConfig), reread without a restart."""
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import grpc
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+from albert_tf import serving
+from albert_tf.serving import model_config
+from tests.serving_toy_model import write_version
+
+CONFIG = """
+model_config_list {
+  config { name: "a" base_path: "%(a)s" model_platform: "tensorflow" }
+  config {
+    name: "b" base_path: "%(b)s"
+    model_version_policy { specific { versions: 1 versions: 2 } }
+    version_labels { key: "stable" value: 1 }
+    version_labels { key: "canary" value: 2 }
+  }
+}
+"""
+
+
+def _get(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _predict(port, path, x=2.0):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}:predict",
+                                     data=json.dumps({"instances": [x]}).encode())
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["predictions"]
+
+
+def test_several_models_policies_labels_and_reload(tmp_path):
+    bases = {"a": str(tmp_path / "a"), "b": str(tmp_path / "b")}
+    for version in (1, 2):
+        write_version(bases["a"], version, offset=float(version))
+    for version in (1, 2, 3):
+        write_version(bases["b"], version, offset=10.0 * version)
+    config = tmp_path / "models.config"
+    config.write_text(CONFIG % bases)
+    server = serving.start_python_server(None, None, port=0, grpc_port=0, poll_secs=0.1,
+                                         model_config_file=str(config), config_poll_secs=0.1)
+    port = server.server_address[1]
+    try:
+        versions = lambda name: [e["version"] for e in _get(port, f"/v1/models/{name}")[1][  # noqa: E731
+            "model_version_status"]]
+        assert versions("a") == ["2"]  # TF Serving's default policy: latest 1
+        assert versions("b") == ["2", "1"]  # specific 1, 2; version 3 not served
+        assert _predict(port, "/v1/models/a") == [3.0]  # 0.5 * 2 + 2
+        assert _predict(port, "/v1/models/b") == [21.0]
+        assert _predict(port, "/v1/models/b/versions/1") == [11.0]
+        assert _get(port, "/v1/models/c")[0] == 404
+        assert _predict(port, "/v1/models/b/labels/stable") == [11.0]
+        assert _predict(port, "/v1/models/b/labels/canary") == [21.0]
+        status, body = _get(port, "/v1/models/b/labels/canary")
+        assert status == 200 and body["model_version_status"][0]["version"] == "2"
+        status, body = _get(port, "/v1/models/b/labels/beta")
+        assert status == 400 and body == {"error": "Unrecognized servable version label: beta"}
+
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(
+            grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}"))
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name, request.model_spec.version_label = "b", "stable"
+        request.inputs["x"].CopyFrom(tf.make_tensor_proto([2.0], dtype=tf.float32))
+        response = stub.Predict(request, timeout=30)
+        assert response.model_spec.version.value == 1
+        assert tf.make_ndarray(response.outputs["y"]).tolist() == [11.0]
+
+        # Reread: model a removed, b's labels moved.
+        config.write_text((CONFIG % bases).replace(
+            'config { name: "a" base_path: "%s" model_platform: "tensorflow" }' % bases["a"], "")
+            .replace('key: "stable" value: 1', 'key: "stable" value: 2'))
+        deadline = time.monotonic() + 30
+        while _get(port, "/v1/models/a")[0] != 404:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert stub.Predict(request, timeout=30).model_spec.version.value == 2
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("model_config_list { config { name: 'a' } }", "needs a name and a base_path"),
+    ("model_config_list { config { name: 'a' base_path: '/x' } config { name: 'a' base_path: '/y' } }",
+     "named twice"),
+    ("model_config_list { config { name: 'a' base_path: '/x' model_platform: 'pytorch' } }",
+     "only 'tensorflow'"),
+    ("model_config_list { nonsense: 1 }", "not a text-format ModelServerConfig"),
+])
+def test_bad_config_files_are_refused_naming_file_and_model(tmp_path, text, message):
+    path = tmp_path / "models.config"
+    path.write_text(text)
+    with pytest.raises(model_config.ModelConfigError, match=message) as error:
+        model_config.parse(str(path))
+    assert str(path) in str(error.value)
