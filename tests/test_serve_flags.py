@@ -4,7 +4,7 @@ and the tensorflow_model_server command line they become."""
 from absl import flags
 import pytest
 
-from albert_tf import cli, serving
+from albert_tf import errors, serving
 from albert_tf.scripts import serve
 
 
@@ -19,7 +19,7 @@ def test_the_export_is_named_once():
     assert serve.base_path(_flags("--model_base_path=/m")) == "/m"
     assert serve.base_path(_flags("--export_dir=/m")) == "/m"
     for argv in ([], ["--model_base_path=/a", "--export_dir=/b"]):
-        with pytest.raises(cli.UserInputError, match="--model_base_path"):
+        with pytest.raises(errors.UserInputError, match="--model_base_path"):
             serve.base_path(_flags(*argv))
 
 
@@ -31,9 +31,9 @@ def test_batching_flags(tmp_path):
     parameters = serve.batching_parameters(_flags(f"--batching_parameters_file={path}"))
     assert (parameters.max_batch_size, parameters.num_batch_threads) == (8, 2)
     path.write_text("max_batch_size { value: 8 }\nbatch_size: 3\n")
-    with pytest.raises(cli.UserInputError, match=rf"{path}, line 2: .*'batch_size'"):
+    with pytest.raises(errors.UserInputError, match=rf"{path}, line 2: .*'batch_size'"):
         serve.batching_parameters(_flags(f"--batching_parameters_file={path}"))
-    with pytest.raises(cli.MissingFileError, match="no_such"):
+    with pytest.raises(errors.MissingFileError, match="no_such"):
         serve.batching_parameters(_flags(f"--batching_parameters_file={tmp_path}/no_such"))
 
 

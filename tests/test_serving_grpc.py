@@ -113,7 +113,7 @@ def test_metadata_and_status_match_rest(server):
     assert response.metadata["signature_def"].Unpack(signature_map)
     rest = _rest(rest_server, "/metadata")["metadata"]["signature_def"]["signature_def"]
     assert set(signature_map.signature_def) == set(rest) == {
-        "serving_default", "regress_x", "classify_x", "ids"}
+        "serving_default", "regress_x", "classify_x", "ids", "__saved_model_init_op"}
     assert signature_map.signature_def["regress_x"].method_name == "tensorflow/serving/regress"
 
     request = get_model_status_pb2.GetModelStatusRequest()

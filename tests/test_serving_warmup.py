@@ -78,7 +78,7 @@ def test_a_failing_warmup_request_fails_the_load(tmp_path):
 
 @pytest.mark.slow
 def test_squad_and_race_exports_write_warmup_requests_that_replay(tmp_path, spm_model_file):
-    from albert_tf import tf_tokenization
+    from albert_tf.text import tf_tokenization
     from albert_tf.export import race as race_export, squad as squad_export
     from albert_tf.modeling import multiple_choice, squad_heads
     from albert_tf.race import graph_features

@@ -14,7 +14,7 @@ import json
 from absl import app
 from absl import logging
 
-from albert_tf import cli
+from albert_tf import cli, errors
 from albert_tf import serving
 
 
@@ -81,7 +81,7 @@ def base_path(flag_values):
     """--model_base_path or --export_dir (one of them, or both equal)."""
     paths = {path for path in (flag_values.model_base_path, flag_values.export_dir) if path}
     if len(paths) != 1:
-        raise cli.UserInputError("give the export directory as --model_base_path (or "
+        raise errors.UserInputError("give the export directory as --model_base_path (or "
                                  f"--export_dir), once; got {sorted(paths) or 'neither'}")
     return paths.pop()
 
@@ -96,9 +96,9 @@ def batching_parameters(flag_values):
         with open(path, encoding="utf-8") as reader:
             return serving.BatchingParameters.parse(reader.read(), f"--batching_parameters_file={path}")
     except OSError as error:
-        raise cli.MissingFileError(f"--batching_parameters_file={path}: {error.strerror}") from error
+        raise errors.MissingFileError(f"--batching_parameters_file={path}: {error.strerror}") from error
     except ValueError as error:
-        raise cli.UserInputError(str(error)) from error
+        raise errors.UserInputError(str(error)) from error
 
 
 def classify_once(flag_values):

@@ -10,11 +10,11 @@ from google.protobuf import text_format
 import tensorflow as tf
 from tensorflow_serving.config import model_server_config_pb2
 
-from albert_tf import cli
+from albert_tf import errors
 from albert_tf.serving import versions as versions_lib
 
 
-class ModelConfigError(cli.UserInputError):
+class ModelConfigError(errors.UserInputError):
     """A model config file TF Serving would refuse; the message names the file and model."""
 
 

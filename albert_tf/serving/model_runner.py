@@ -43,12 +43,12 @@ GRAPH_CALLS = CallSlots()  # one limit per process: the CPU is shared by every m
 
 
 def signature_defs(model_dir):
-    """The SignatureDef protos of `<model_dir>/saved_model.pb` (tensor names, method names)."""
+    """Every SignatureDef proto of `<model_dir>/saved_model.pb` (tensor names, method names),
+    `__saved_model_init_op` included: TF Serving's metadata lists the MetaGraphDef's whole map."""
     saved_model = saved_model_pb2.SavedModel()
     with tf.io.gfile.GFile(os.path.join(model_dir, "saved_model.pb"), "rb") as reader:
         saved_model.ParseFromString(reader.read())
-    return {name: proto for name, proto in saved_model.meta_graphs[0].signature_def.items()
-            if not name.startswith("__")}  # __saved_model_init_op is not a served signature
+    return dict(saved_model.meta_graphs[0].signature_def.items())
 
 
 class ModelRunner:
@@ -62,7 +62,9 @@ class ModelRunner:
         self.signatures = dict(self._loaded.signatures)
         if not self.signatures:
             raise ServingError(f"{model_dir}: the SavedModel has no signatures", status=500)
-        self.signature_defs = signature_defs(model_dir)
+        self.all_signature_defs = signature_defs(model_dir)  # for metadata
+        self.signature_defs = {name: proto for name, proto in self.all_signature_defs.items()
+                               if not name.startswith("__")}  # __saved_model_init_op is not served
 
     def _signature(self, name, method=None):
         name = name or DEFAULT_SIGNATURE
@@ -224,7 +226,7 @@ class ModelRunner:
         signature_def = {
             name: json_format.MessageToDict(proto, preserving_proto_field_name=True,
                                             always_print_fields_with_no_presence=True)
-            for name, proto in self.signature_defs.items()}
+            for name, proto in self.all_signature_defs.items()}
         return {"model_spec": {"name": self.model_name, "signature_name": "",
                                "version": str(self.version)},
                 "metadata": {"signature_def": {"signature_def": signature_def}}}

@@ -16,21 +16,17 @@ signature, convert the inputs, run. The body is read with a size limit and a dea
 """
 
 import asyncio
-import functools
 import json
-import os
 import re
 import time
 import urllib.parse
 
 from absl import logging
-from google.protobuf import json_format
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse as _StrictJSONResponse, PlainTextResponse, Response
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
-from tensorflow.core.protobuf import saved_model_pb2
 
 from albert_tf.serving import json_values
 from albert_tf.serving.errors import Code, ServingError
@@ -83,18 +79,6 @@ class Route:
 
     def malformed(self):
         return ServingError(f"Malformed request: {self.method} {self.path}")
-
-
-@functools.lru_cache(maxsize=32)
-def _all_signature_defs(model_dir):
-    """Every SignatureDef of `<model_dir>/saved_model.pb` as TF Serving's metadata JSON writes
-    it, `__saved_model_init_op` included (TF Serving lists the MetaGraphDef's whole map)."""
-    saved_model = saved_model_pb2.SavedModel()
-    with tf.io.gfile.GFile(os.path.join(model_dir, "saved_model.pb"), "rb") as reader:
-        saved_model.ParseFromString(reader.read())
-    return {name: json_format.MessageToDict(proto, preserving_proto_field_name=True,
-                                            always_print_fields_with_no_presence=True)
-            for name, proto in saved_model.meta_graphs[0].signature_def.items()}
 
 
 def _signature_hint(name, signature_def):
@@ -173,11 +157,7 @@ class RestApp:
         return self.versions.get(parsed.version)
 
     def _metadata(self, parsed):
-        runner = self._runner(parsed)
-        metadata = runner.metadata()
-        metadata["metadata"]["signature_def"]["signature_def"] = dict(
-            _all_signature_defs(runner.model_dir))
-        return metadata
+        return self._runner(parsed).metadata()
 
     def _post(self, parsed, body):
         document = json_values.parse_request(body)

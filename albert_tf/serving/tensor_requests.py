@@ -159,7 +159,7 @@ def metadata(runner, request):
         raise ServingError(f"Metadata field(s) {fields} not supported; GetModelMetadata "
                            f"answers metadata_field 'signature_def'")
     signature_map = get_model_metadata_pb2.SignatureDefMap()
-    for name, proto in runner.signature_defs.items():
+    for name, proto in runner.all_signature_defs.items():
         signature_map.signature_def[name].CopyFrom(proto)
     response = get_model_metadata_pb2.GetModelMetadataResponse()
     set_model_spec(response.model_spec, runner, None)
