@@ -102,7 +102,13 @@ def progress_message(line):
     message = match.group(1) if match else line if _PYTHON_WARNING.match(line) else None
     if message is None or not message.strip():
         return None
+    step = _TRAINING_STEP.match(message)
+    if step:  # every metric is in the log and TensorBoard; the terminal gets loss and ETA
+        message = f"step {step['step']}: loss = {step['loss']}, ETA {step['eta']}"
     return message if len(message) <= PROGRESS_WIDTH else message[:PROGRESS_WIDTH - 1] + "…"
+
+
+_TRAINING_STEP = re.compile(r"^step (?P<step>\d+/\d+): loss = (?P<loss>\S+?),.*, ETA (?P<eta>\S+)$")
 
 
 def _read_eval_results(path):
