@@ -56,6 +56,8 @@ demo-ci: setup data
 EXPORT_DIR ?= demo_output/export
 PORT ?= 8501
 serve: setup
+	@test -d $(EXPORT_DIR) || { echo "$(EXPORT_DIR) does not exist: run make demo first, or give EXPORT_DIR=<an export directory>" >&2; exit 2; }
+	@echo "== serving $(EXPORT_DIR) as model albert on http://localhost:$(PORT)/v1/models/albert (Ctrl-C stops)"
 	$(PY) serve.py --export_dir=$(EXPORT_DIR) --model_name=albert --rest_api_port=$(PORT)
 
 bench: setup data

@@ -23,7 +23,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from albert_tf.errors import MissingFileError, UserInputError
+from albert_tf.errors import UserInputError
 
 EXIT_USER_ERROR = 2
 
@@ -33,12 +33,14 @@ def error_line(error, program=None):
     when a missing file lies under data/, where `make data` puts the real data sets."""
     program = program or os.path.basename(sys.argv[0]) or "albert_tf"
     message = " ".join(str(error).split("\n")) if str(error) else type(error).__name__
-    if isinstance(error, MissingFileError) and _UNDER_DATA.search(message):
+    if _UNDER_DATA.search(message) and (isinstance(error, FileNotFoundError)
+                                        or _MISSING.search(message)):
         message += " (`make data` fetches the real data sets into data/)"
     return f"{program}: error: {message}"
 
 
 _UNDER_DATA = re.compile(r"(^|[\s'\"=,])(\./)?data/")
+_MISSING = re.compile(r"not found|does not exist|matched no file|no such")
 
 
 def run(main, argv=None):

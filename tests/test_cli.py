@@ -136,5 +136,10 @@ def test_missing_file_under_data_says_to_run_make_data():
     line = cli.error_line(errors.MissingFileError("--train_file: file data/brown_tagging/train.txt "
                                                   "does not exist"), "run_tagging.py")
     assert line.endswith("(`make data` fetches the real data sets into data/)")
+    tagging = cli.error_line(errors.UserInputError(
+        "data/brown_tagging/pos_train.txt: tagging file not found (expected `token tag` lines)"), "x")
+    assert tagging.endswith("(`make data` fetches the real data sets into data/)")
     other = cli.error_line(errors.MissingFileError("--input: file corpus/a.txt does not exist"), "x")
     assert "make data" not in other
+    bad = cli.error_line(errors.UserInputError("data/movie_reviews.tsv:3: expected 2 columns"), "x")
+    assert "make data" not in bad
