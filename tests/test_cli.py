@@ -165,3 +165,19 @@ def test_no_cuinit_error_line_where_no_gpu_is_expected():
                           capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
                           env=dict(env, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="0"))
     assert kept.stdout.strip() == "0"
+
+
+@pytest.mark.parametrize("argv, expected", [([], "INFO shown, DEBUG hidden"),
+                                            (["-v", "1"], "INFO shown, DEBUG shown")])
+def test_scripts_log_info_by_default_and_details_at_v1(tmp_path, argv, expected):
+    (tmp_path / "tool.py").write_text(textwrap.dedent("""
+        from absl import logging
+        from albert_tf import cli
+        def run(flag_values):
+            print("INFO", "shown" if logging.level_info() else "hidden", end=", ")
+            print("DEBUG", "shown" if logging.level_debug() else "hidden")
+        cli.run_script(lambda flag_values: None, run)
+        """))
+    result = subprocess.run([sys.executable, str(tmp_path / "tool.py"), *argv], capture_output=True,
+                            text=True, timeout=120, cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    assert result.stdout.strip() == expected, result.stderr[-2000:]
