@@ -75,6 +75,7 @@ def test_each_step_shows_its_log_path_first_then_its_progress_live(tmp_path, cap
             "    print('I0000 00:00:1795627558.3 17459 port.cc:153] oneDNN custom operations are on',"
             " file=sys.stderr)\n"
             "    logging.info('step 40/800: loss = 9.5, masked_lm_loss = 8.8, ETA 0:05:00')\n"
+            "    logging.info('*** Example train-1 ***')\n"
             "    logging.warning('x' * 400)\n"
             "    print('UserWarning: something odd', file=sys.stderr)\n"
             "app.run(main)\n")

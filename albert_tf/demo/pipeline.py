@@ -100,8 +100,8 @@ def progress_message(line):
     line = line.rstrip("\n")
     match = _ABSL_LINE.match(line)
     message = match.group(1) if match else line if _PYTHON_WARNING.match(line) else None
-    if message is None or not message.strip():
-        return None
+    if message is None or not message.strip() or message.startswith("*** Example"):
+        return None  # the first examples' features, as the original logs them: log only
     step = _TRAINING_STEP.match(message)
     if step:  # every metric is in the log and TensorBoard; the terminal gets loss and ETA
         message = f"step {step['step']}: loss = {step['loss']}, ETA {step['eta']}"
