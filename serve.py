@@ -1,6 +1,6 @@
 """Serves an exported model over TensorFlow Serving's REST API, or classifies text once.
 
-The implementation is albert_tf/scripts/serve.py (also installed as `serve`)."""
+The implementation is albert_tf/scripts/serve.py (also installed as `albert_serve`)."""
 
 import runpy
 

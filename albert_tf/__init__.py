@@ -1,6 +1,13 @@
 """albert-tf: ALBERT (Lan et al., ICLR 2020) in TensorFlow 2 / Keras 3, mirroring google-research/ALBERT."""
 
-from albert_tf import onednn_guard
+import os
+
+# TensorFlow logs "failed call to cuInit" as an error on every start where CUDA libraries exist
+# but no NVIDIA driver does; with no driver no GPU is expected, so only fatal native logs are
+# shown (errors still reach Python as exceptions). Set TF_CPP_MIN_LOG_LEVEL=0 to see them all.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
+
+from albert_tf import onednn_guard  # noqa: E402 (after the log level, before TensorFlow loads)
 
 __version__ = "0.1.0"
 

@@ -306,7 +306,7 @@ def load_into(variables_by_name, checkpoint_path, init_from_group0=False):
         if stored in taken:
             continue
         (report.skipped if _is_skippable(stored) else report.unused).append(stored)
-    logging.info("%s", report)
+    logging.info("%s", report if logging.level_debug() else str(report).split("\n", 1)[0])  # list at -v 1
     if report.missing or report.mismatched:
         logging.warning("Checkpoint %s: %d head variables missing, %d mismatched: %s", prefix,
                         len(report.missing), len(report.mismatched),

@@ -16,6 +16,7 @@ a bug and keeps its traceback. Tests call a script's `run(flag_values)` in-proce
 import dataclasses
 import inspect
 import os
+import re
 import sys
 
 from absl import app
@@ -28,10 +29,18 @@ EXIT_USER_ERROR = 2
 
 
 def error_line(error, program=None):
-    """The one stderr line for `error`: `<program>: error: <message>`."""
+    """The one stderr line for `error`: `<program>: error: <message>`, plus what to do next
+    when a missing file lies under data/, where `make data` puts the real data sets."""
     program = program or os.path.basename(sys.argv[0]) or "albert_tf"
     message = " ".join(str(error).split("\n")) if str(error) else type(error).__name__
+    if _UNDER_DATA.search(message) and (isinstance(error, FileNotFoundError)
+                                        or _MISSING.search(message)):
+        message += " (`make data` fetches the real data sets into data/)"
     return f"{program}: error: {message}"
+
+
+_UNDER_DATA = re.compile(r"(^|[\s'\"=,])(\./)?data/")
+_MISSING = re.compile(r"not found|does not exist|matched no file|no such")
 
 
 def run(main, argv=None):
@@ -70,16 +79,37 @@ class Definer:
 
 def run_script(define_flags, run_flags):
     """A script's console entry: `define_flags(absl's FLAGS)`, then `run_flags(FLAGS)` under
-    `run`'s error convention. Positional arguments are refused (every input is a flag)."""
+    `run`'s error convention. Positional arguments are refused (every input is a flag).
+
+    Logs at INFO (progress, results) unless `-v N` / `--verbosity` says otherwise; `-v 1`
+    adds the details (e.g. every variable a checkpoint load mapped)."""
+    before = set(flags.FLAGS)
     define_flags(flags.FLAGS)
+    _list_in_help(define_flags, sorted(set(flags.FLAGS) - before))
 
     def main(argv):
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-        logging.set_verbosity(logging.INFO)
+        if not flags.FLAGS["verbosity"].present:
+            logging.set_verbosity(logging.INFO)
         run_flags(flags.FLAGS)
 
     run(main)
+
+
+def _list_in_help(define_flags, names):
+    """Makes `--help` list every flag the script defined, installed or not.
+
+    absl's `--help` shows the key flags of the module named `sys.argv[0]` and `__main__`'s
+    docstring. From the checkout the script is `__main__` and its flags are filed under that
+    path; installed, `sys.argv[0]` is the console command (`.../bin/run_classifier`), the flags
+    sit under `albert_tf.scripts.run_classifier` and `__main__` is pip's wrapper, so `--help`
+    showed nothing. The shared flags (learning rate, batch sizes, ...) are the script's too."""
+    for name in names:
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
+    main_module = sys.modules["__main__"]
+    if not main_module.__doc__:
+        main_module.__doc__ = sys.modules[define_flags.__module__].__doc__
 
 
 def dataclass_from_flags(cls, flag_values, **overrides):

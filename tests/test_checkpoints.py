@@ -235,3 +235,23 @@ def test_init_from_group0_keeps_groups_the_checkpoint_has(tmp_path):
     assert not np.array_equal(trained_values[name], trained_values[name.replace("group_1", "group_0")])
     for key, value in values(loaded).items():
         np.testing.assert_array_equal(value, trained_values[key])
+
+
+def test_load_logs_one_line_and_the_variable_list_only_at_verbosity_1(tmp_path, caplog):
+    """A checkpoint load used to log 30+ "mapped ..." lines at every start; the list is a
+    detail for `-v 1`."""
+    from absl import logging as absl_logging
+    source = {"bert/embeddings/word_embeddings": tf.Variable(tf.ones([3, 2]))}
+    checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), source)
+    target = {"bert/embeddings/word_embeddings": tf.Variable(tf.zeros([3, 2]))}
+    previous = absl_logging.get_verbosity()
+    try:
+        for verbosity, expected_lines in ((absl_logging.INFO, 1), (absl_logging.DEBUG, 2)):
+            absl_logging.set_verbosity(verbosity)
+            caplog.clear()
+            with caplog.at_level(1, logger="absl"):
+                checkpoints.load_into(target, str(tmp_path))
+            (message,) = [r.getMessage() for r in caplog.records if "Loaded 1 variables" in r.getMessage()]
+            assert len(message.splitlines()) == expected_lines, message
+    finally:
+        absl_logging.set_verbosity(previous)

@@ -113,3 +113,49 @@ def test_lock_is_reentrant_within_a_process(tmp_path):
             capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
             env=dict(os.environ, PYTHONPATH=REPO_ROOT))
         assert child.returncode != 0 and "another eval run" in child.stderr
+
+
+@pytest.mark.slow
+def test_help_lists_the_scripts_flags_when_installed(tmp_path):
+    """pip's console wrapper is `__main__` (no docstring) and names itself in sys.argv[0], while
+    the flags are filed under albert_tf.scripts.*: `--help` must still show the script's
+    docstring and its flags, its own and the shared training ones."""
+    wrapper = ("import sys\nsys.argv[0] = sys.argv[0].replace('wrapper.py', 'run_classifier')\n"
+               "from albert_tf.scripts.run_classifier import entry\nsys.exit(entry())\n")
+    (tmp_path / "wrapper.py").write_text(wrapper)
+    result = subprocess.run([sys.executable, str(tmp_path / "wrapper.py"), "--help"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 1, result.stderr[-2000:]  # absl's exit after help
+    assert result.stdout.startswith("Fine-tune ALBERT on a GLUE task"), result.stdout[:500]
+    for flag in ("--task_name", "--data_dir", "--learning_rate", "--train_batch_size"):
+        assert f"\n  {flag}:" in result.stdout, (flag, result.stdout[-2000:])
+
+
+def test_missing_file_under_data_says_to_run_make_data():
+    line = cli.error_line(errors.MissingFileError("--train_file: file data/brown_tagging/train.txt "
+                                                  "does not exist"), "run_tagging.py")
+    assert line.endswith("(`make data` fetches the real data sets into data/)")
+    tagging = cli.error_line(errors.UserInputError(
+        "data/brown_tagging/pos_train.txt: tagging file not found (expected `token tag` lines)"), "x")
+    assert tagging.endswith("(`make data` fetches the real data sets into data/)")
+    other = cli.error_line(errors.MissingFileError("--input: file corpus/a.txt does not exist"), "x")
+    assert "make data" not in other
+    bad = cli.error_line(errors.UserInputError("data/movie_reviews.tsv:3: expected 2 columns"), "x")
+    assert "make data" not in bad
+
+
+@pytest.mark.parametrize("argv, expected", [([], "INFO shown, DEBUG hidden"),
+                                            (["-v", "1"], "INFO shown, DEBUG shown")])
+def test_scripts_log_info_by_default_and_details_at_v1(tmp_path, argv, expected):
+    (tmp_path / "tool.py").write_text(textwrap.dedent("""
+        from absl import logging
+        from albert_tf import cli
+        def run(flag_values):
+            print("INFO", "shown" if logging.level_info() else "hidden", end=", ")
+            print("DEBUG", "shown" if logging.level_debug() else "hidden")
+        cli.run_script(lambda flag_values: None, run)
+        """))
+    result = subprocess.run([sys.executable, str(tmp_path / "tool.py"), *argv], capture_output=True,
+                            text=True, timeout=120, cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    assert result.stdout.strip() == expected, result.stderr[-2000:]

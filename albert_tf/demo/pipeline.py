@@ -61,20 +61,54 @@ def demo_settings(quick):
 
 
 def _run(step, command, log_dir):
-    """Runs one step, printing the command first so the user can run it alone."""
+    """Runs one step, printing the command first so the user can run it alone, then its log
+    path, then its progress live (the script's log messages, one short line each); the whole
+    output goes to the log."""
     printable = " ".join(shlex.quote(part) for part in command)
-    print(f"\n=== {step}\n$ {printable}", flush=True)
     log_path = os.path.join(log_dir, f"{step}.log")
+    print(f"\n=== {step}\n$ {printable}\n    (full log: {log_path})", flush=True)
     start = time.time()
-    with open(log_path, "w") as log:
-        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+    with open(log_path, "w") as log, subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            bufsize=1) as process:
+        for line in process.stdout:
+            log.write(line)
+            message = progress_message(line)
+            if message is not None:
+                print(f"    [{time.time() - start:5.0f} s] {message}", flush=True)
+        returncode = process.wait()
     elapsed = time.time() - start
-    if result.returncode != 0:
+    if returncode != 0:
         with open(log_path) as log:
             tail = "".join(log.readlines()[-40:])
-        raise RuntimeError(f"step '{step}' failed (exit {result.returncode}); log {log_path}:\n{tail}")
-    print(f"    done in {elapsed:.0f} s (log: {log_path})", flush=True)
+        raise RuntimeError(f"step '{step}' failed (exit {returncode}); log {log_path}:\n{tail}")
+    print(f"    done in {elapsed:.0f} s", flush=True)
     return elapsed
+
+
+# absl's prefix: level, date, time, thread, file:line] (TensorFlow's native lines have the
+# same layout but name a .cc file)
+_ABSL_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (?![^\]]*\.cc:)[^\]]*:\d+\] (.*)$")
+_PYTHON_WARNING = re.compile(r"^\S*(Warning|Error): ")
+PROGRESS_WIDTH = 150
+
+
+def progress_message(line):
+    """The part of a step's output line worth showing on the terminal (its absl log message,
+    or a Python warning), cut to PROGRESS_WIDTH characters; None for the rest (TensorFlow's
+    native start-up lines, tracebacks, which the log keeps)."""
+    line = line.rstrip("\n")
+    match = _ABSL_LINE.match(line)
+    message = match.group(1) if match else line if _PYTHON_WARNING.match(line) else None
+    if message is None or not message.strip() or message.startswith("*** Example"):
+        return None  # the first examples' features, as the original logs them: log only
+    step = _TRAINING_STEP.match(message)
+    if step:  # every metric is in the log and TensorBoard; the terminal gets loss and ETA
+        message = f"step {step['step']}: loss = {step['loss']}, ETA {step['eta']}"
+    return message if len(message) <= PROGRESS_WIDTH else message[:PROGRESS_WIDTH - 1] + "…"
+
+
+_TRAINING_STEP = re.compile(r"^step (?P<step>\d+/\d+): loss = (?P<loss>\S+?),.*, ETA (?P<eta>\S+)$")
 
 
 def _read_eval_results(path):

@@ -1,4 +1,4 @@
-"""Re-saves an ALBERT checkpoint (model, pretraining heads, global_step) without optimizer slots.
+r"""Re-saves an ALBERT checkpoint (model, pretraining heads, global_step) without optimizer slots.
 
   python export_checkpoints.py --albert_directory=albert_base --checkpoint_name=model.ckpt-best \
       --export_path=albert_base_clean/model.ckpt-best

@@ -1,4 +1,4 @@
-"""Converts a checkpoint in the original layout to a Hugging Face model folder.
+r"""Converts a checkpoint in the original layout to a Hugging Face model folder.
 
   python export_to_hf.py --albert_config_file=albert_base/albert_config.json \
       --init_checkpoint=out/SST-2/model.ckpt-best --spm_model_file=albert_base/30k-clean.model \

@@ -1,4 +1,4 @@
-"""Exports an ALBERT model directory as a reusable TF2 SavedModel with the original hub signatures.
+r"""Exports an ALBERT model directory as a reusable TF2 SavedModel with the original hub signatures.
 
   python export_to_tfhub.py --albert_directory=albert_base --checkpoint_name=model.ckpt-best \
       --export_path=albert_base_hub

@@ -1,4 +1,4 @@
-"""Converts a Hugging Face ALBERT folder to a checkpoint in the original layout.
+r"""Converts a Hugging Face ALBERT folder to a checkpoint in the original layout.
 
   python import_from_hf.py --hf_model_dir=albert-base-v2 --output_dir=albert_base
   python run_classifier.py ... --albert_config_file=albert_base/albert_config.json \

@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT on a GLUE task: train, evaluate every checkpoint, predict, export.
+r"""Fine-tune ALBERT on a GLUE task: train, evaluate every checkpoint, predict, export.
 
 The original run_classifier.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,

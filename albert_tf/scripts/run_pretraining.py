@@ -1,4 +1,4 @@
-"""Pretrain ALBERT (masked LM + sentence order) on create_pretraining_data.py records.
+r"""Pretrain ALBERT (masked LM + sentence order) on create_pretraining_data.py records.
 
 The original run_pretraining.py's flags and defaults, on tf.distribute instead of
 TPUEstimator. New flags: --eval_input_file, --precision, --enable_xla,

@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT on RACE: train, evaluate every checkpoint, test, export.
+r"""Fine-tune ALBERT on RACE: train, evaluate every checkpoint, test, export.
 
 The original run_race.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,

@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT to tag every word (part of speech, BIO names): train, evaluate every
+r"""Fine-tune ALBERT to tag every word (part of speech, BIO names): train, evaluate every
 checkpoint, predict the test file. New (the original had no tagging script); built only from the
 shared fine-tuning flow, with run_classifier.py's flag names.
 

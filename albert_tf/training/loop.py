@@ -27,6 +27,7 @@ import dataclasses
 import datetime
 import os
 import time
+import warnings
 
 from absl import logging
 import keras
@@ -45,6 +46,11 @@ PRECISION_POLICIES = {
 
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
+
+
+# SQuAD and tagging heads read the sequence output, so the encoder's pooler (kept: checkpoints
+# carry it) gets no gradient and Keras warns at every trace; a warning about others still shows.
+warnings.filterwarnings("ignore", r"Gradients do not exist for variables \[('[^']*pooler/(kernel|bias)'(, )?)+\] ")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -239,7 +245,7 @@ class Trainer:
         elif self.config.init_checkpoint:
             report = checkpointing.warm_start(self.variables_by_name, self.config.init_checkpoint,
                                               self.config.init_from_group0)
-            logging.info("Warm start from %s: %s", self.config.init_checkpoint, report)
+            logging.info("Warm start from %s: %d variables", self.config.init_checkpoint, len(report.mapped))
         return self.global_step
 
     def train_iterator(self):

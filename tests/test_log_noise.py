@@ -1,0 +1,56 @@
+"""Noise that reads like errors stays out of a normal run's output; real warnings stay in."""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+
+@pytest.mark.slow
+def test_no_cuinit_error_line_where_no_gpu_is_expected():
+    """Without an NVIDIA driver TensorFlow's "failed call to cuInit" error at every start is
+    noise: importing albert_tf sets the native log level so it is not printed (and a level the
+    user set is kept)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    code = ("import os, albert_tf, tensorflow as tf\n"
+            "tf.config.list_physical_devices()\n"
+            "print(os.environ['TF_CPP_MIN_LOG_LEVEL'])\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=REPO_ROOT, env=dict(env, PYTHONPATH=REPO_ROOT))
+    assert result.returncode == 0, result.stderr[-2000:]
+    expected = "2" if os.path.exists("/proc/driver/nvidia") else "3"
+    assert result.stdout.strip() == expected
+    if expected == "3":
+        assert "cuInit" not in result.stderr, result.stderr[-2000:]
+    kept = subprocess.run([sys.executable, "-c", "import os, albert_tf; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+                          env=dict(env, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="0"))
+    assert kept.stdout.strip() == "0"
+
+
+
+def test_gradient_warning_hidden_only_when_just_the_unused_pooler_lacks_gradients():
+    """SQuAD and tagging heads never read the pooled output, so Keras warned "Gradients do not
+    exist" for the pooler at every trace; a variable missing its gradient elsewhere is a bug
+    and must still be reported."""
+    import keras
+    import tensorflow as tf
+    from albert_tf.training import loop  # noqa: F401 (installs the filter)
+    pooler, head = keras.layers.Dense(2, name="pooler"), keras.layers.Dense(2, name="head")
+    pooler.build((None, 2))
+    head.build((None, 2))
+    variables = pooler.trainable_variables + head.trainable_variables
+    optimizer = keras.optimizers.SGD()
+    optimizer.build(variables)
+    gradients = [None, None] + [tf.ones_like(v) for v in head.trainable_variables]
+    with warnings.catch_warnings(record=True) as caught:
+        optimizer.apply(gradients, variables)
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+    with warnings.catch_warnings(record=True) as caught:
+        optimizer.apply([None] + gradients[1:3] + [None], variables)
+    assert [w for w in caught if "Gradients do not exist" in str(w.message)]
