@@ -11,6 +11,7 @@ import threading
 from absl import logging
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
 
@@ -23,7 +24,7 @@ DEFAULT_LOAD_RETRY_INTERVAL_SECS = 60.0  # TF Serving's --load_retry_interval_mi
 def numeric_versions(export_dir):
     """The version numbers under `export_dir` that hold a saved_model.pb, highest first."""
     if not tf.io.gfile.isdir(export_dir):
-        raise FileNotFoundError(f"{export_dir}: no such export directory")
+        raise errors.MissingFileError(f"{export_dir}: no such export directory")
     versions = [int(name.strip("/")) for name in tf.io.gfile.listdir(export_dir)
                 if re.fullmatch(r"\d+/?", name)]
     return sorted((version for version in versions if tf.io.gfile.exists(
@@ -37,7 +38,7 @@ def resolve_model_dir(export_dir):
         return export_dir, None
     versions = numeric_versions(export_dir)
     if not versions:
-        raise FileNotFoundError(
+        raise errors.MissingFileError(
             f"{export_dir}: neither a saved_model.pb nor a numeric version subdirectory holding one")
     return os.path.join(export_dir, str(versions[0])), versions[0]
 
@@ -48,11 +49,11 @@ class VersionPolicy:
 
     def __init__(self, kind="latest", num_versions=DEFAULT_NUM_VERSIONS, versions=()):
         if kind not in ("latest", "all", "specific"):
-            raise ValueError(f"version policy must be latest, all or specific, got {kind!r}")
+            raise errors.UserInputError(f"version policy must be latest, all or specific, got {kind!r}")
         if kind == "latest" and num_versions < 1:
-            raise ValueError(f"latest version policy needs num_versions >= 1, got {num_versions}")
+            raise errors.UserInputError(f"latest version policy needs num_versions >= 1, got {num_versions}")
         if kind == "specific" and not versions:
-            raise ValueError("specific version policy needs at least one version")
+            raise errors.UserInputError("specific version policy needs at least one version")
         self.kind, self.num_versions, self.versions = kind, num_versions, set(versions)
 
     def choose(self, candidates):
