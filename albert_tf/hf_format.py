@@ -1,5 +1,6 @@
 """Checkpoints in the original layout ↔ Hugging Face model folders (config.json,
-model.safetensors, spiece.model), with no PyTorch or transformers needed on either side.
+model.safetensors, spiece.model, tokenizer.json), with no PyTorch or transformers needed on
+either side.
 
 Transformers 5 no longer reads the original TF layout (`load_tf_weights_in_albert` is gone), so
 the names are mapped here, from the original's variable table: dense kernels are [in, out] in
@@ -27,7 +28,7 @@ import numpy as np
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
-from albert_tf import checkpoints, cli, io_utils
+from albert_tf import checkpoints, cli, hf_tokenizer, io_utils
 from albert_tf.config import AlbertConfig
 
 HF_CLASS = {"pretraining": "AlbertForPreTraining",
@@ -189,13 +190,18 @@ def albert_config_from_hf(fields, source):
 
 
 def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
-    """spiece.model, tokenizer_config.json and special_tokens_map.json for `AlbertTokenizer`."""
+    """spiece.model, tokenizer.json (the original's tokenization, see `hf_tokenizer`) and the
+    tokenizer config. The config names `PreTrainedTokenizerFast`, which uses tokenizer.json as
+    it is: transformers 5's `AlbertTokenizer` would rebuild its own pipeline from the vocabulary
+    (and its own ALBERT normalisation, which differs from the original's)."""
+    hf_tokenizer.write(spm_model_file, os.path.join(directory, "tokenizer.json"), do_lower_case)
     shutil.copyfile(spm_model_file, os.path.join(directory, "spiece.model"))
     special = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
                "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                "mask_token": "[MASK]"}
-    tokenizer = dict(special, tokenizer_class="AlbertTokenizer", do_lower_case=do_lower_case,
-                     remove_space=True, keep_accents=False, model_max_length=max_length)
+    tokenizer = dict(special, tokenizer_class="PreTrainedTokenizerFast",
+                     do_lower_case=do_lower_case, remove_space=True, keep_accents=False,
+                     model_max_length=max_length)
     for name, content in (("tokenizer_config.json", tokenizer), ("special_tokens_map.json", special)):
         with open(os.path.join(directory, name), "w", encoding="utf-8") as writer:
             json.dump(content, writer, indent=2)

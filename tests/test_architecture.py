@@ -13,7 +13,7 @@ PACKAGES = ("modeling", "pretraining", "glue", "squad", "race", "tagging", "trai
 LAYERS = [
     {"albert_tf", "onednn_guard", "cli", "crc32c", "text_check", "io_utils", "output_lock",
      "tfrecord_check", "config", "progress", "feature_records", "curves"},
-    {"tokenization", "tf_tokenization", "vocab"},
+    {"tokenization", "tf_tokenization", "hf_tokenizer", "vocab"},
     {"modeling/"},
     {"checkpoints", "hf_format", "hf_interop"},
     {"optimization"},
