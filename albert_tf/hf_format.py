@@ -25,12 +25,14 @@ import os
 import shutil
 
 import numpy as np
+from absl import logging
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
 from albert_tf import checkpoints, cli, hf_tokenizer, io_utils
 from albert_tf.config import AlbertConfig
 
+TOKENIZER_FILES = ("spiece.model", "tokenizer.json")
 HF_CLASS = {"pretraining": "AlbertForPreTraining",
             "classification": "AlbertForSequenceClassification",
             "regression": "AlbertForSequenceClassification",
@@ -260,7 +262,9 @@ def _read_state(folder):
 
 def import_folder(folder, output_dir, architecture="auto"):
     """Writes `<output_dir>/albert_config.json` and `<output_dir>/model.ckpt-0` (the original
-    layout, `global_step` 0) from an HF ALBERT folder; returns (checkpoint prefix, architecture)."""
+    layout, `global_step` 0) from an HF ALBERT folder, and copies whichever of spiece.model and
+    tokenizer.json it has (transformers 5 saves only tokenizer.json); returns (checkpoint
+    prefix, architecture)."""
     config_path = os.path.join(folder, "config.json")
     if not os.path.exists(config_path):
         raise HFFormatError(f"{folder}: no config.json (not a Hugging Face model folder)")
@@ -284,7 +288,11 @@ def import_folder(folder, output_dir, architecture="auto"):
     tf.io.gfile.makedirs(output_dir)
     config.to_json_file(os.path.join(output_dir, "albert_config.json"))
     prefix = checkpoints.write_checkpoint(os.path.join(output_dir, "model.ckpt-0"), original)
-    spm = os.path.join(folder, "spiece.model")
-    if os.path.exists(spm):
-        shutil.copyfile(spm, os.path.join(output_dir, "spiece.model"))
+    copied = [name for name in TOKENIZER_FILES if os.path.exists(os.path.join(folder, name))]
+    for name in copied:
+        shutil.copyfile(os.path.join(folder, name), os.path.join(output_dir, name))
+    if "spiece.model" not in copied:
+        logging.warning("%s: no spiece.model%s; the scripts' --spm_model_file needs the "
+                        "SentencePiece model this checkpoint was trained with", folder,
+                        " (tokenizer.json copied)" if copied else "")
     return prefix, architecture
