@@ -195,7 +195,8 @@ def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
     """spiece.model, tokenizer.json (the original's tokenization, see `hf_tokenizer`) and the
     tokenizer config. The config names `PreTrainedTokenizerFast`, which uses tokenizer.json as
     it is: transformers 5's `AlbertTokenizer` would rebuild its own pipeline from the vocabulary
-    (and its own ALBERT normalisation, which differs from the original's)."""
+    (and its own ALBERT normalisation, which differs from the original's), and would not return
+    the segment ids (`token_type_ids`) of a pair."""
     hf_tokenizer.write(spm_model_file, os.path.join(directory, "tokenizer.json"), do_lower_case)
     shutil.copyfile(spm_model_file, os.path.join(directory, "spiece.model"))
     special = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
@@ -203,7 +204,8 @@ def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
                "mask_token": "[MASK]"}
     tokenizer = dict(special, tokenizer_class="PreTrainedTokenizerFast",
                      do_lower_case=do_lower_case, remove_space=True, keep_accents=False,
-                     model_max_length=max_length)
+                     model_max_length=max_length,
+                     model_input_names=["input_ids", "token_type_ids", "attention_mask"])
     for name, content in (("tokenizer_config.json", tokenizer), ("special_tokens_map.json", special)):
         with open(os.path.join(directory, name), "w", encoding="utf-8") as writer:
             json.dump(content, writer, indent=2)

@@ -9,7 +9,8 @@ rule to them; and it rewrites `` and '' to ". Built here, every step is Sentence
 original's:
 
   normalizer     preprocess_text (Python's whitespace set collapsed and stripped, NFKD, every
-                 character of non-zero combining class dropped, lower-cased), then the model's
+                 character of non-zero combining class dropped, lower-cased with str.lower's
+                 final sigma), then the model's
                  own SentencePiece normalizer (its precompiled character map, spaces collapsed
                  and stripped, " " -> "▁", a "▁" prefix), then the digit-comma rule for
                  user-defined pieces such as "000,": "▁" + the digits, "," split off on its own.
@@ -39,7 +40,11 @@ from albert_tf import cli, tokenization
 SPIECE_UNDERLINE = tokenization.SPIECE_UNDERLINE
 # Marks where the digit-comma rule cuts the text; removed by the pre-tokenizer. A combining
 # character: preprocess_text has dropped every one, so the text cannot contain it.
-_CUT = "\u0345"
+CUT = "\u0345"
+# Python's str.lower() turns a capital sigma into "ς" when a cased letter precedes it (here: up
+# to three case-ignorable characters between them) and none follows.
+_FINAL_SIGMA = (r"(?<=\p{Cased}|\p{Cased}\p{Case_Ignorable}|\p{Cased}\p{Case_Ignorable}{2}"
+                r"|\p{Cased}\p{Case_Ignorable}{3})\x{3A3}(?!\p{Case_Ignorable}*\p{Cased})")
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 _FLT_MIN = struct.unpack("<f", struct.pack("<I", 0x00800000))[0]
 SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
@@ -150,8 +155,8 @@ def _normalizer(proto, do_lower_case):
         normalizers.NFKD(),
         normalizers.Replace(Regex(combining), ""),
     ]
-    if do_lower_case:
-        steps.append(normalizers.Lowercase())
+    if do_lower_case:  # str.lower(), whose one context rule Lowercase() lacks: final sigma
+        steps += [normalizers.Replace(Regex(_FINAL_SIGMA), "\u03c2"), normalizers.Lowercase()]
     if proto.normalizer_spec.precompiled_charsmap:  # SentencePiece's own normalizer
         steps.append(normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap))
     steps += [
@@ -162,13 +167,13 @@ def _normalizer(proto, do_lower_case):
         normalizers.Prepend(SPIECE_UNDERLINE),
     ]
     for piece, cut in _control_cuts(proto, do_lower_case).items():
-        steps.append(normalizers.Replace(piece, piece[:cut] + _CUT + piece[cut:]))
+        steps.append(normalizers.Replace(piece, piece[:cut] + CUT + piece[cut:]))
     for piece, _ in sorted(digit_comma_pieces(proto), key=lambda item: -len(item[0])):
         # The original re-encodes the piece without "▁" and comma (SentencePiece adds a "▁"
         # prefix again) and appends ",": the same as these pieces, cut apart.
         digits = piece[:-1].replace(SPIECE_UNDERLINE, "")
         steps.append(normalizers.Replace(
-            piece, f"{_CUT}{SPIECE_UNDERLINE}{digits}{_CUT},{_CUT}"))
+            piece, f"{CUT}{SPIECE_UNDERLINE}{digits}{CUT},{CUT}"))
     return normalizers.Sequence(steps)
 
 
@@ -196,7 +201,7 @@ def _control_cuts(proto, do_lower_case):
 def _pre_tokenizer(proto, do_lower_case):
     steps = []
     if digit_comma_pieces(proto) or _control_cuts(proto, do_lower_case):
-        steps.append(pre_tokenizers.Split(_CUT, "removed"))
+        steps.append(pre_tokenizers.Split(CUT, "removed"))
     if not any(SPIECE_UNDERLINE in piece.piece[1:] for piece in proto.pieces):
         steps.append(pre_tokenizers.Split(SPIECE_UNDERLINE, "merged_with_next"))
     return pre_tokenizers.Sequence(steps) if steps else None

@@ -33,7 +33,7 @@ PAIRS = 1500
 # NFKD makes, accents and other combining marks, compatibility characters, case rules, text that
 # looks like a control piece after lower-casing, unknown characters, the digit-comma rule.
 EDGE_CASES = [
-    "", "   ", "\t\n", "a ¨ b", "¨abc", "abc ¨", "Ünïcödé façade", "ΟΔΟΣ ΟΔΟΣ.", "aΣ b",
+    "", "   ", "\t\n", "a ¨ b", "¨abc", "abc ¨", "Ünïcödé façade", "ΟΔΟΣ ΟΔΟΣ.", "aΣ b", "Α'Σ ΑΣ'Α Σ",
     "x\u00a0y\u2003z\x1c w\u2028v", "zero\u200bwidth", "ﬁne ½ ²,", "１２３,４５６", "a▁b", "▁",
     "a ▁", "▁a", "e-mail (yes) \"q\" -- ... –£€5", "10,000, 3,5,", "0000,", "000,000,", "9,",
     " 9, ", "1,000,000,000, x", "a☃☃b ☃", "İstanbul", "ǅ Ǆ", "Straße", "<PAD> [cls] <UNK>",
@@ -104,6 +104,20 @@ def test_real_text_and_edge_cases_match_the_original(case, lines):
     wrong = [text for text, encoding, expected in zip(texts, tokenizer.encode_batch(texts), ids)
              if encoding.ids != [2] + expected + [3] or encoding.type_ids != [0] * (len(expected) + 2)]
     assert not wrong, f"{len(wrong)} of {len(texts)} differ, e.g. {wrong[:3]}"
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_normalization_is_preprocess_text_then_sentencepieces(spm_model_file, lines, lower):
+    """The text the Unigram model sees, on every line: vocabulary coverage cannot hide a
+    difference here (Greek letters are all <unk> to a Brown vocabulary, for one)."""
+    path = os.path.join(os.path.dirname(spm_model_file), f"normalization_{lower}.json")
+    hf_tokenizer.write(spm_model_file, path, lower)
+    normalizer = Tokenizer.from_file(path).normalizer
+    sp_model = tokenization.load_sp_model(spm_model_file)
+    wrong = [text for text in lines + EDGE_CASES
+             if normalizer.normalize_str(text).replace(hf_tokenizer.CUT, "")
+             != sp_model.Normalize(tokenization.preprocess_text(text, lower=lower))]
+    assert not wrong, wrong[:3]
 
 
 def test_pairs_and_truncation_match_the_original(case, lines):
