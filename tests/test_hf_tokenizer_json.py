@@ -107,10 +107,11 @@ def test_real_text_and_edge_cases_match_the_original(case, lines):
 
 
 @pytest.mark.parametrize("lower", [True, False])
-def test_normalization_is_preprocess_text_then_sentencepieces(spm_model_file, lines, lower):
+def test_normalization_is_preprocess_text_then_sentencepieces(spm_model_file, lines, lower,
+                                                             tmp_path):
     """The text the Unigram model sees, on every line: vocabulary coverage cannot hide a
     difference here (Greek letters are all <unk> to a Brown vocabulary, for one)."""
-    path = os.path.join(os.path.dirname(spm_model_file), f"normalization_{lower}.json")
+    path = str(tmp_path / "tokenizer.json")
     hf_tokenizer.write(spm_model_file, path, lower)
     normalizer = Tokenizer.from_file(path).normalizer
     sp_model = tokenization.load_sp_model(spm_model_file)
