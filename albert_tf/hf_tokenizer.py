@@ -167,14 +167,41 @@ def _normalizer(proto, do_lower_case):
         normalizers.Prepend(SPIECE_UNDERLINE),
     ]
     for piece, cut in _control_cuts(proto, do_lower_case).items():
-        steps.append(normalizers.Replace(piece, piece[:cut] + CUT + piece[cut:]))
+        steps.append(_insert(piece[:cut], CUT, piece[cut:]))
     for piece, _ in sorted(digit_comma_pieces(proto), key=lambda item: -len(item[0])):
-        # The original re-encodes the piece without "▁" and comma (SentencePiece adds a "▁"
-        # prefix again) and appends ",": the same as these pieces, cut apart.
-        digits = piece[:-1].replace(SPIECE_UNDERLINE, "")
-        steps.append(normalizers.Replace(
-            piece, f"{CUT}{SPIECE_UNDERLINE}{digits}{CUT},{CUT}"))
+        steps += _digit_comma_steps(piece)
     return normalizers.Sequence(steps)
+
+
+def _insert(before, text, after):
+    """Inserts `text` between `before` and `after` wherever they occur together. It replaces one
+    character (the last of `before`), so every other character keeps its place in the original
+    text and the offsets transformers reports stay right."""
+    behind = f"(?<={_quote(before[:-1])})" if len(before) > 1 else ""
+    return normalizers.Replace(Regex(f"{behind}{_quote(before[-1])}(?={_quote(after)})"),
+                               before[-1] + text)
+
+
+def _quote(text):
+    return "".join(f"\\x{{{ord(char):X}}}" for char in text)
+
+
+def _digit_comma_steps(piece):
+    """The digit-comma rule for `piece`: the original re-encodes it without "▁" and comma (so
+    SentencePiece's "▁" prefix comes back) and appends ","; here the piece gets a "▁" and is cut
+    apart from its comma and from what follows. Done as insertions when the piece is digits
+    and a comma (occurrences cannot overlap), else as one replacement of the whole piece."""
+    body = piece[:-1]
+    if SPIECE_UNDERLINE in body[1:] or "," in body:
+        digits = body.replace(SPIECE_UNDERLINE, "")
+        return [normalizers.Replace(piece, f"{CUT}{SPIECE_UNDERLINE}{digits}{CUT},{CUT}")]
+    if body.startswith(SPIECE_UNDERLINE):
+        start = normalizers.Replace(Regex(f"{_quote(body[0])}(?={_quote(body[1:] + ',')})"),
+                                    CUT + SPIECE_UNDERLINE)
+    else:
+        start = normalizers.Replace(Regex(f"{_quote(body[0])}(?={_quote(body[1:] + ',')})"),
+                                    CUT + SPIECE_UNDERLINE + body[0])
+    return [start, normalizers.Replace(Regex(f"(?<={_quote(body)}),"), f"{CUT},{CUT}")]
 
 
 def _control_cuts(proto, do_lower_case):

@@ -106,6 +106,22 @@ def test_real_text_and_edge_cases_match_the_original(case, lines):
     assert not wrong, f"{len(wrong)} of {len(texts)} differ, e.g. {wrong[:3]}"
 
 
+def test_offsets_point_at_the_text(case, lines):
+    """transformers' offset mapping (question answering needs it): on the ASCII lines, each
+    token's span is its text, up to case and the space its "▁" stands for; a lone "▁" (the
+    dummy prefix, or before a user-defined symbol) is left out, having no text of its own."""
+    tokenizer = Tokenizer.from_file(case[0])
+    ascii_lines = [line for line in lines if line.isascii()]
+    wrong = []
+    for line, encoding in zip(ascii_lines, tokenizer.encode_batch(ascii_lines)):
+        for token, token_id, (start, end) in zip(encoding.tokens, encoding.ids, encoding.offsets):
+            if token_id not in (1, 2, 3) and token != "▁":
+                span = line[start:end].lstrip()
+                if span.lower() != token.lstrip("▁").lower():
+                    wrong.append((line, token, line[start:end]))
+    assert not wrong, wrong[:3]
+
+
 @pytest.mark.parametrize("lower", [True, False])
 def test_normalization_is_preprocess_text_then_sentencepieces(spm_model_file, lines, lower,
                                                              tmp_path):
