@@ -1,28 +1,27 @@
 """A Hugging Face `tokenizer.json` that tokenizes as the original ALBERT pipeline does:
 `FullTokenizer.tokenize(preprocess_text(text, lower=do_lower_case))` with [CLS]/[SEP] around it.
 
-Hugging Face's own converted ALBERT tokenizer differs from the original in three ways this one
-does not: it splits user-defined symbols (`-`, `(`, `.`, ...) off as added tokens and then gives
-the text after them a new "▁" (SentencePiece scores them inside its Viterbi search instead, so
-"a-b" is "▁a", "-", "b"); it drops the digit-comma pieces instead of applying the original's
-rule to them; and it rewrites `` and '' to ". Built here, every step is SentencePiece's or the
+Hugging Face's own converted ALBERT tokenizer splits the user-defined symbols (`-`, `(`, `.`...)
+off as added tokens and gives the text after them a new "▁" (SentencePiece scores them inside
+its Viterbi search instead, so "a-b" is "▁a", "-", "b"), never uses the digit-comma pieces the
+original's rule rewrites, and rewrites `` and '' to ". Here every step is SentencePiece's or the
 original's:
 
-  normalizer     preprocess_text (Python's whitespace set collapsed and stripped, NFKD, every
-                 character of non-zero combining class dropped, lower-cased with str.lower's
-                 final sigma), then the model's
-                 own SentencePiece normalizer (its precompiled character map, spaces collapsed
-                 and stripped, " " -> "▁", a "▁" prefix), then the digit-comma rule for
-                 user-defined pieces such as "000,": "▁" + the digits, "," split off on its own.
-  pre-tokenizer  splits before every "▁" (no piece has one inside, so SentencePiece's search
-                 never crosses it) and at the digit-comma rule's markers.
-  model          Unigram over the model's pieces and scores, user-defined pieces scored as
-                 SentencePiece scores them in its search; unknown characters fused into <unk>.
-  post-processor [CLS] A [SEP] (type 0) and [CLS] A [SEP] B [SEP] (B type 1).
+  normalizer      preprocess_text (Python's whitespace set collapsed and stripped, NFKD, every
+                  character of non-zero combining class dropped, lower-cased with str.lower's
+                  final sigma); the model's own SentencePiece normalizer (its precompiled
+                  character map, spaces collapsed and stripped, " " -> "▁", a "▁" prefix); the
+                  digit-comma rule ("000," -> "▁000", ","); cuts in the control pieces.
+  pre-tokenizer   splits at the cuts and before every "▁" (no piece has one inside, so
+                  SentencePiece's search never crosses it).
+  model           Unigram over the model's pieces and scores, user-defined pieces scored as
+                  SentencePiece scores them in its search; runs of unknown characters are one
+                  <unk>.
+  post-processor  [CLS] A [SEP] (type 0) and [CLS] A [SEP] B [SEP] (B type 1).
 
-Only `tokenizers` and the model file are needed to build it; neither sentencepiece nor protobuf
-is needed to use it. The rules taken from Python (whitespace, combining classes) are tabulated
-from this Python's `unicodedata` when the file is written.
+Building it needs `tokenizers` and the model file; using it needs only `tokenizers` (no
+sentencepiece, no protobuf). The rules taken from Python (whitespace, combining classes) are
+tabulated from this Python's `unicodedata` when the file is written.
 """
 
 import functools
@@ -38,8 +37,8 @@ from tokenizers import pre_tokenizers, processors
 from albert_tf import cli, tokenization
 
 SPIECE_UNDERLINE = tokenization.SPIECE_UNDERLINE
-# Marks where the digit-comma rule cuts the text; removed by the pre-tokenizer. A combining
-# character: preprocess_text has dropped every one, so the text cannot contain it.
+# Marks where the digit-comma rule and the control pieces are cut; the pre-tokenizer splits there
+# and drops it. A combining character: preprocess_text has dropped every one from the text.
 CUT = "\u0345"
 # Python's str.lower() turns a capital sigma into "ς" when a cased letter precedes it (here: up
 # to three case-ignorable characters between them) and none follows.
@@ -130,7 +129,7 @@ def digit_comma_pieces(proto):
     """The pieces the original's digit-comma rule rewrites (longer than one character, a digit
     then "," at the end): [(piece, is user-defined)]."""
     return [(piece.piece, piece.type == _USER_DEFINED) for piece in proto.pieces
-            if tokenization._ends_with_digit_comma(piece.piece)]  # noqa: SLF001
+            if tokenization._ends_with_digit_comma(piece.piece)]
 
 
 def _vocab(proto):
