@@ -43,7 +43,7 @@ $(VENV_HF5)/.installed: $(VENV)/.installed requirements-hf5.txt
 
 test-hf5: $(VENV_HF5)/.installed data
 	$(VENV_HF5)/bin/python -c "import transformers as t; assert t.__version__.startswith('5.'), t.__version__"
-	$(VENV_HF5)/bin/python -m pytest -q tests/test_hf_format.py tests/test_hf_parity.py
+	$(VENV_HF5)/bin/python -m pytest -q tests/test_hf_format.py tests/test_hf_parity.py tests/test_hf_tokenizer_json.py
 
 demo: setup data
 	$(PY) -m albert_tf.demo.pipeline --data_dir $(DATA) --output_dir demo_output

@@ -175,12 +175,18 @@ def test_export_script_writes_a_tokenizer_transformers_reads(tmp_path, spm_model
     assert result.returncode == 0, result.stderr[-2000:]
     with open(tmp_path / "hf" / "config.json") as reader:
         assert json.load(reader)["hidden_act"] == "gelu_new"  # the original's tanh GELU
+    assert (tmp_path / "hf" / "tokenizer.json").exists()
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
     ours = tokenization.FullTokenizer(None, True, spm_model_file)
-    for text in ["The Fulton County Grand Jury said Friday an investigation.", "Hello, world!"]:
+    texts = ["The Fulton County Grand Jury said Friday an investigation.", "Hello, world!",
+             'A well-known (and long-awaited) "re-launch" of the U.S. fleet.']
+    for text in texts:
         pieces = ours.tokenize(tokenization.preprocess_text(text, lower=True))
         expected = [2] + ours.convert_tokens_to_ids(pieces) + [3]
         assert hf_tokenizer(text)["input_ids"] == expected
+    pair = hf_tokenizer(texts[0], texts[2])  # [CLS] a [SEP] b [SEP], b with segment id 1
+    first = len(ours.tokenize(tokenization.preprocess_text(texts[0], lower=True))) + 2
+    assert pair["token_type_ids"] == [0] * first + [1] * (len(pair["input_ids"]) - first)
     rerun = subprocess.run(result.args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert rerun.returncode != 0 and "already exists" in rerun.stderr  # nothing overwritten
 

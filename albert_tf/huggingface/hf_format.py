@@ -1,5 +1,6 @@
 """Checkpoints in the original layout ↔ Hugging Face model folders (config.json,
-model.safetensors, spiece.model), with no PyTorch or transformers needed on either side.
+model.safetensors, spiece.model, tokenizer.json), with no PyTorch or transformers needed on
+either side.
 
 Transformers 5 no longer reads the original TF layout (`load_tf_weights_in_albert` is gone), so
 the names are mapped here, from the original's variable table: dense kernels are [in, out] in
@@ -24,13 +25,16 @@ import os
 import shutil
 
 import numpy as np
+from absl import logging
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 
 from albert_tf import checkpoints, errors
 from albert_tf.files import io_utils
+from albert_tf.text import hf_tokenizer
 from albert_tf.config import AlbertConfig
 
+TOKENIZER_FILES = ("spiece.model", "tokenizer.json")
 HF_CLASS = {"pretraining": "AlbertForPreTraining",
             "classification": "AlbertForSequenceClassification",
             "regression": "AlbertForSequenceClassification",
@@ -190,13 +194,20 @@ def albert_config_from_hf(fields, source):
 
 
 def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
-    """spiece.model, tokenizer_config.json and special_tokens_map.json for `AlbertTokenizer`."""
+    """spiece.model, tokenizer.json (the original's tokenization, see `hf_tokenizer`) and the
+    tokenizer config. The config names `PreTrainedTokenizerFast`, which uses tokenizer.json as
+    it is: transformers 5's `AlbertTokenizer` would rebuild its own pipeline from the vocabulary
+    (and its own ALBERT normalisation, which differs from the original's), and would not return
+    the segment ids (`token_type_ids`) of a pair."""
+    hf_tokenizer.write(spm_model_file, os.path.join(directory, "tokenizer.json"), do_lower_case)
     shutil.copyfile(spm_model_file, os.path.join(directory, "spiece.model"))
     special = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
                "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                "mask_token": "[MASK]"}
-    tokenizer = dict(special, tokenizer_class="AlbertTokenizer", do_lower_case=do_lower_case,
-                     remove_space=True, keep_accents=False, model_max_length=max_length)
+    tokenizer = dict(special, tokenizer_class="PreTrainedTokenizerFast",
+                     do_lower_case=do_lower_case, remove_space=True, keep_accents=False,
+                     model_max_length=max_length,
+                     model_input_names=["input_ids", "token_type_ids", "attention_mask"])
     for name, content in (("tokenizer_config.json", tokenizer), ("special_tokens_map.json", special)):
         with open(os.path.join(directory, name), "w", encoding="utf-8") as writer:
             json.dump(content, writer, indent=2)
@@ -255,7 +266,9 @@ def _read_state(folder):
 
 def import_folder(folder, output_dir, architecture="auto"):
     """Writes `<output_dir>/albert_config.json` and `<output_dir>/model.ckpt-0` (the original
-    layout, `global_step` 0) from an HF ALBERT folder; returns (checkpoint prefix, architecture)."""
+    layout, `global_step` 0) from an HF ALBERT folder, and copies whichever of spiece.model and
+    tokenizer.json it has (transformers 5 saves only tokenizer.json); returns (checkpoint
+    prefix, architecture)."""
     config_path = os.path.join(folder, "config.json")
     if not os.path.exists(config_path):
         raise HFFormatError(f"{folder}: no config.json (not a Hugging Face model folder)")
@@ -279,7 +292,11 @@ def import_folder(folder, output_dir, architecture="auto"):
     tf.io.gfile.makedirs(output_dir)
     config.to_json_file(os.path.join(output_dir, "albert_config.json"))
     prefix = checkpoints.write_checkpoint(os.path.join(output_dir, "model.ckpt-0"), original)
-    spm = os.path.join(folder, "spiece.model")
-    if os.path.exists(spm):
-        shutil.copyfile(spm, os.path.join(output_dir, "spiece.model"))
+    copied = [name for name in TOKENIZER_FILES if os.path.exists(os.path.join(folder, name))]
+    for name in copied:
+        shutil.copyfile(os.path.join(folder, name), os.path.join(output_dir, name))
+    if "spiece.model" not in copied:
+        logging.warning("%s: no spiece.model%s; the scripts' --spm_model_file needs the "
+                        "SentencePiece model this checkpoint was trained with", folder,
+                        " (tokenizer.json copied)" if copied else "")
     return prefix, architecture

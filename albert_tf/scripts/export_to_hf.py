@@ -6,8 +6,11 @@ r"""Converts a checkpoint in the original layout to a Hugging Face model folder.
   python -c "import transformers; transformers.AutoModelForSequenceClassification.from_pretrained('sst2_hf')"
 
 Writes config.json (hidden_act gelu_new: the original's tanh GELU), model.safetensors and, with
---spm_model_file, spiece.model and the tokenizer config; transformers 5 and keras-hub read it.
-Neither PyTorch nor transformers is needed to write it. The logic is `albert_tf.huggingface.hf_format`.
+--spm_model_file, spiece.model, tokenizer.json and the tokenizer config; transformers 5 and
+keras-hub read it. tokenizer.json tokenizes as the original does (`albert_tf.text.hf_tokenizer`;
+Hugging Face's own ALBERT tokenizers do not), and `AutoTokenizer` loads it without
+sentencepiece or protobuf. Neither PyTorch nor transformers is needed to write it. The logic
+is `albert_tf.huggingface.hf_format`.
 """
 
 from absl import flags, logging
@@ -25,8 +28,9 @@ def define_flags(flag_values):
     define.string("output_dir", None, "The Hugging Face folder to write (must not exist).")
     define.enum("architecture", "auto", ("auto",) + hf_format.ARCHITECTURES,
                 "The head to export; auto reads it from the checkpoint's variable names.")
-    define.string("spm_model_file", None, "SentencePiece model: written as spiece.model.")
-    define.bool("do_lower_case", True, "Whether the tokenizer lower-cases (tokenizer config).")
+    define.string("spm_model_file", None,
+                  "SentencePiece model: written as spiece.model and as tokenizer.json.")
+    define.bool("do_lower_case", True, "Whether the tokenizer lower-cases (as preprocess_text).")
     define.list("label_names", None, "Class names of a classifier head, in label-id order.")
     flags.mark_flags_as_required(["albert_config_file", "init_checkpoint", "output_dir"],
                                  flag_values=flag_values)

@@ -5,8 +5,10 @@ r"""Converts a Hugging Face ALBERT folder to a checkpoint in the original layout
       --spm_model_file=albert_base/spiece.model --init_checkpoint=albert_base
 
 Reads config.json and model.safetensors (or pytorch_model.bin, with torch installed) and writes
-albert_config.json, model.ckpt-0 (the original's variable names, `global_step` 0) and
-spiece.model into --output_dir; every script takes it as --init_checkpoint. Nothing is
+albert_config.json and model.ckpt-0 (the original's variable names, `global_step` 0) into
+--output_dir, with copies of the folder's spiece.model and tokenizer.json, whichever it has (a
+warning says when there is no spiece.model, which the scripts' --spm_model_file needs); every
+script takes it as --init_checkpoint. Nothing is
 downloaded: --hf_model_dir is a local folder. The logic is `albert_tf.huggingface.hf_format`.
 """
 
