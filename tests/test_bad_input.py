@@ -650,3 +650,290 @@ def test_killed_data_run_never_reaches_training(real_data, spm_model_file, tmp_p
     files = file_patterns.expand(str(out / "*"), "--input_file",
                                  exclude_suffixes=(".summary.json",))
     assert len(files) == 3 and sum(tfrecord_check.check_files(files, "--input_file").values())
+
+
+# ------------------------------------------- checkpoints whose variables have other shapes
+
+def _classifier_checkpoint(path, num_labels):
+    from albert_tf import checkpoints
+    from albert_tf.modeling import classifier
+    model = classifier.AlbertClassifier(config_lib.AlbertConfig(**SIZES), num_labels=num_labels)
+    return checkpoints.write_checkpoint(str(path), dict(model.checkpoint_variables(),
+                                                        global_step=7))
+
+
+def _classifier_variables(num_labels):
+    from albert_tf.modeling import classifier
+    model = classifier.AlbertClassifier(config_lib.AlbertConfig(**SIZES), num_labels=num_labels)
+    return model.checkpoint_variables()
+
+
+HEAD_MISMATCH = (r"model.ckpt-7: shape mismatch for head variable output_weights: the model has "
+                 r"\[3, 32\], the checkpoint \[2, 32\]")
+
+
+def test_two_label_head_refused_for_three_labels_everywhere(tmp_path):
+    """Evaluation, prediction (restore_model) and warm-starting (--init_checkpoint) refuse a
+    head of another shape instead of restoring a random one; an export already did."""
+    from albert_tf import checkpoints
+    from albert_tf.training import checkpointing
+    prefix = _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    variables = _classifier_variables(3)
+    before = variables["bert/embeddings/word_embeddings"].numpy()
+    with pytest.raises(checkpoints.CheckpointError, match=HEAD_MISMATCH):
+        checkpoints.load_into(variables, prefix)
+    with pytest.raises(errors.UserInputError, match=HEAD_MISMATCH):
+        checkpointing.warm_start(variables, prefix)
+    manager = checkpointing.CheckpointManager(str(tmp_path), variables, optimizer=None)
+    with pytest.raises(errors.UserInputError, match=HEAD_MISMATCH):
+        manager.restore_model(prefix)
+    assert (variables["bert/embeddings/word_embeddings"].numpy() == before).all()  # untouched
+    report = checkpoints.load_into(variables, prefix, new_heads=True)  # said to be new
+    assert [entry[0] for entry in report.mismatched] == ["output_weights", "output_bias"]
+
+
+def test_tagging_label_list_that_grew_is_refused(tmp_path):
+    from albert_tf import checkpoints
+    from albert_tf.modeling import token_classifier
+    config = config_lib.AlbertConfig(**SIZES)
+    old = token_classifier.AlbertTokenClassifier(config, 3)
+    prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-7"),
+                                          old.checkpoint_variables())
+    grown = token_classifier.AlbertTokenClassifier(config, 5)
+    with pytest.raises(checkpoints.CheckpointError,
+                       match=r"head variable \S+: the model has \[5, 32\], the checkpoint "
+                             r"\[3, 32\]"):
+        checkpoints.load_into(grown.checkpoint_variables(), prefix)
+
+
+# ------------------------------------------------------- damaged checkpoints, full disks
+
+def _truncated(tmp_path, suffix):
+    from albert_tf import checkpoints
+    prefix = _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    path = prefix + suffix
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[:len(data) // 2])
+    return checkpoints, prefix, len(data) // 2
+
+
+def test_truncated_checkpoint_data_named_with_its_size(tmp_path):
+    from albert_tf.training import checkpointing
+    checkpoints, prefix, size = _truncated(tmp_path, ".data-00000-of-00001")
+    message = (rf"model.ckpt-7.data-00000-of-00001: truncated or corrupt checkpoint data: tensor "
+               rf"\S+ cannot be read \(Read less bytes than requested; the file ends at byte "
+               rf"offset {size}\)")
+    variables = _classifier_variables(2)
+    with pytest.raises(checkpoints.CheckpointError, match=message):
+        checkpoints.load_into(variables, prefix)
+    with pytest.raises(checkpoints.CheckpointError, match=message):
+        checkpoints.read_tensors(prefix)
+    manager = checkpointing.CheckpointManager(str(tmp_path), variables, optimizer=None)
+    with pytest.raises(errors.UserInputError, match=message):
+        manager.restore_model(prefix)
+
+
+def test_truncated_checkpoint_index_named(tmp_path):
+    from albert_tf.training import checkpointing
+    checkpoints, prefix, _ = _truncated(tmp_path, ".index")
+    message = r"model.ckpt-7.index: damaged checkpoint index \("
+    for call in (lambda: checkpoints.list_variables(prefix),
+                 lambda: checkpoints.load_into(_classifier_variables(2), prefix),
+                 lambda: checkpointing.CheckpointManager(
+                     str(tmp_path), _classifier_variables(2), None).restore_model(prefix)):
+        with pytest.raises(checkpoints.CheckpointError, match=message):
+            call()
+
+
+# The message TensorFlow 2.21 gives when SaveV2 meets a full disk (seen on a 64 KiB tmpfs).
+def _disk_full(*args, **kwargs):
+    raise tf.errors.ResourceExhaustedError(
+        None, None, "{{function_node __wrapped__SaveV2}} /x/.model.ckpt-3.tmp.data-00000-of-00001"
+                    ".tempstate1; No space left on device [Op:SaveV2]")
+
+
+def test_full_disk_while_saving_a_checkpoint(tmp_path, monkeypatch):
+    from albert_tf import checkpoints
+    monkeypatch.setattr(tf.raw_ops, "SaveV2", _disk_full)
+    with pytest.raises(errors.UserInputError,
+                       match=r"model.ckpt-3.data-00000-of-00001: no space left on device while "
+                             r"writing it"):
+        checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-3"), {"a": [1.0]})
+    assert _left_behind(tmp_path) == []
+
+
+def test_full_disk_while_writing_any_file(tmp_path):
+    import errno
+    from albert_tf.files import io_utils
+    with pytest.raises(errors.UserInputError, match=r"records.tfrecord: no space left on device"):
+        with io_utils.atomic_path(str(tmp_path / "records.tfrecord")) as temp:
+            open(temp, "wb").write(b"half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert _left_behind(tmp_path) == []
+    with pytest.raises(OSError, match="Permission denied"):  # other errors stay as they are
+        with io_utils.atomic_path(str(tmp_path / "other.txt")):
+            raise OSError(errno.EACCES, "Permission denied")
+
+
+# --------------------------------------------------------------- unusable named files
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("field", ["initializer_range", "hidden_dropout_prob"])
+def test_non_finite_config_value(tmp_path, field, value):
+    text = json.dumps(SIZES)[:-1] + f', "{field}": {value}}}'
+    path = _write(tmp_path / "albert_config.json", text)
+    with pytest.raises(errors.UserInputError, match=rf"albert_config.json: field '{field}' must "
+                                                 rf"be a finite non-negative number"):
+        config_lib.AlbertConfig.from_json_file(path)
+
+
+def test_directories_given_as_files(tmp_path):
+    from albert_tf.text import tokenization
+    from albert_tf.squad import reader as squad_reader
+    from albert_tf.tagging import reader as tagging_reader
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "train.txt").mkdir()
+    for call, what in [
+            (lambda: config_lib.AlbertConfig.from_json_file(str(folder)), "config file"),
+            (lambda: tokenization.load_sp_model(str(folder)), "SentencePiece model"),
+            (lambda: tokenization.load_vocab(str(folder)), "vocabulary"),
+            (lambda: squad_reader.read_squad_examples(str(folder), False), "SQuAD file"),
+            (lambda: tagging_reader.read_sentences(str(folder / "train.txt")), "tagging file")]:
+        with pytest.raises(errors.UserInputError, match=rf"folder\S*: {what}.* is a directory; "
+                                                     rf"expected a file"):
+            call()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files without read permission")
+def test_unreadable_files(tmp_path):
+    from albert_tf.text import tokenization
+    config = _config_file(tmp_path)
+    vocab_file = _write(tmp_path / "vocab.txt", "[PAD]\n[UNK]\n")
+    for path in (config, vocab_file):
+        os.chmod(path, 0)
+    with pytest.raises(errors.UserInputError, match=r"albert_config.json: config file cannot be "
+                                                 r"read \(permission denied\)"):
+        config_lib.AlbertConfig.from_json_file(config)
+    with pytest.raises(errors.UserInputError, match=r"vocab.txt: vocabulary .*cannot be read"):
+        tokenization.load_vocab(vocab_file)
+
+
+def test_non_utf8_task_files_named_with_line_and_byte_offset(tmp_path, spm_model_file):
+    from albert_tf.squad import reader as squad_reader
+    from albert_tf.tagging import reader as tagging_reader
+    tsv = "sentence\tlabel\na fine film\t1\n".encode() + b"caf\xe9 cr\xe8me\t0\n"
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv", tsv)
+    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv, line 3: not UTF-8 "
+                                                 r"\(byte 0xe9 at byte offset 32\)"):
+        _glue_job(tmp_path, spm_model_file).records("train")
+    squad = json.dumps({"data": []}).encode()[:-1] + b' , "x": "\xff"}'
+    with pytest.raises(errors.UserInputError, match=r"squad.json, line 1: not UTF-8 \(byte 0xff "
+                                                 r"at byte offset 20\)"):
+        squad_reader.read_squad_examples(_write(tmp_path / "squad.json", squad), True)
+    tagging = _write(tmp_path / "tags.txt", b"EU B-ORG\n\nrejects O\nGerm\xe4n B-MISC\n")
+    with pytest.raises(errors.UserInputError, match=r"tags.txt, line 4: not UTF-8 \(byte 0xe4 at "
+                                                 r"byte offset 24\)"):
+        tagging_reader.read_sentences(tagging)
+    _write(tmp_path / "race" / "RACE" / "dev" / "middle" / "1.txt", b'{"article": "\x80"}')
+    _write(tmp_path / "race" / "RACE" / "dev" / "high" / "1.txt", b"{}")
+    with pytest.raises(errors.UserInputError, match=r"middle/1.txt, line 1: not UTF-8 \(byte 0x80 "
+                                                 r"at byte offset 13\)"):
+        _race_job(tmp_path, spm_model_file).cache("dev")
+
+
+# ------------------------------------------------------- task files that are wrong but parse
+
+def _squad_json(*ids):
+    qas = [{"id": qas_id, "question": "Who?", "answers": [{"text": "Ann", "answer_start": 0}]}
+           for qas_id in ids]
+    return json.dumps({"data": [{"paragraphs": [{"context": "Ann came.", "qas": qas}]}]})
+
+
+def test_squad_questions_sharing_an_id(tmp_path):
+    from albert_tf.squad import reader as squad_reader
+    path = _write(tmp_path / "dev.json", _squad_json("q1", "q2", "q1"))
+    for is_training in (True, False):
+        with pytest.raises(errors.UserInputError, match=r"dev.json: data\[0\].paragraphs\[0\]"
+                                                     r".qas\[2\]: question id 'q1' is used again "
+                                                     r"\(first at data\[0\].paragraphs\[0\]"
+                                                     r".qas\[0\]\)"):
+            squad_reader.read_squad_examples(path, is_training)
+    examples, _ = squad_reader.read_squad_examples(
+        _write(tmp_path / "ok.json", _squad_json("q1", "q2")), False)
+    assert [example.qas_id for example in examples] == ["q1", "q2"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("The cat sat on the mat .\nA dog barked loudly .\n",
+     r"one-a-line.txt, line 2: 5 columns, but line 1 has 7; expected one 'token tag' per line"),
+    ("EU B-ORG\nrejects O\nGerman B-MISC extra\n",
+     r"one-a-line.txt, line 3: 3 columns, but line 1 has 2"),
+])
+def test_tagging_file_in_another_layout(tmp_path, text, message):
+    from albert_tf.tagging import reader as tagging_reader
+    with pytest.raises(errors.UserInputError, match=message):
+        tagging_reader.read_sentences(_write(tmp_path / "one-a-line.txt", text))
+    conll = _write(tmp_path / "conll.txt", "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"
+                                           "German JJ B-NP B-MISC\n")
+    assert [s.tags for s in tagging_reader.read_sentences(conll)] == [("B-ORG", "O"), ("B-MISC",)]
+
+
+@pytest.mark.parametrize("score", ["nan", "NaN", "inf", "-Infinity"])
+def test_stsb_non_finite_score(tmp_path, score):
+    from albert_tf.glue import processors
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    row = f"0\tmain\tf\t2012\t1\ts\ts\tA plane takes off.\tAn air plane is taking off.\t{score}"
+    _write(tmp_path / "STS-B" / "train.tsv", f"{header}\n{row}\n")
+    with pytest.raises(errors.UserInputError, match=rf"STS-B/train.tsv, line 2, column 10: score "
+                                                 rf"'{score}' is not finite"):
+        processors.StsbProcessor().get_train_examples(str(tmp_path))
+
+
+def test_best_checkpoint_never_chosen_on_a_nan_metric(tmp_path):
+    from albert_tf.training import evaluation
+    _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    values = iter([float("nan"), 0.25])
+    evaluator = evaluation.CheckpointEvaluator(str(tmp_path), lambda _: {"acc": next(values)},
+                                               "acc")
+    evaluator.evaluate_checkpoint(7, str(tmp_path / "model.ckpt-7"))
+    assert (evaluator.best_step, evaluator.best_value) == (-1, None)
+    assert not os.path.exists(tmp_path / "model.ckpt-best.index")
+    evaluator.evaluate_checkpoint(8, str(tmp_path / "model.ckpt-7"))
+    assert (evaluator.best_step, evaluator.best_value) == (8, 0.25)
+    assert os.path.exists(tmp_path / "model.ckpt-best.index")
+
+
+# ------------------------------------------------------------------- degenerate data
+
+@pytest.mark.parametrize("length", [5, 8, 15])
+def test_sequence_too_short_for_sentence_order_refused(spm_model_file, tmp_path, length):
+    corpus = _write(tmp_path / "corpus.txt", "One sentence here.\nAnother one.\n")
+    with pytest.raises(errors.UserInputError, match=rf"--max_seq_length={length} is too small: "
+                                                 rf".*one class; use --max_seq_length=16 or more"):
+        create_data.create_pretraining_data(corpus, str(tmp_path / "o"),
+                                            _options(spm_model_file, max_seq_length=length),
+                                            num_workers=1)
+    assert _left_behind(tmp_path / "o") == []
+
+
+# ------------------------------------------------------------------------ exports
+
+def test_reexport_removes_a_killed_exports_temporary_folder(tmp_path):
+    from albert_tf.export import versioned
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = versioned._HOST
+    killed = tmp_path / f".tmp-{host}-{dead.pid}-0123abcd"
+    live = tmp_path / f".tmp-{host}-{os.getpid()}-89abcdef"
+    elsewhere = tmp_path / f".tmp-otherhost-{dead.pid}-0123abcd"
+    for folder in (killed, live, elsewhere):
+        _write(folder / "saved_model.pb", b"partial")
+
+    class Archive:
+        def write_out(self, path, verbose=False):
+            _write(tmp_path / path / "saved_model.pb", b"complete")
+
+    final = versioned.write_archive(Archive(), str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == sorted([os.path.basename(final), live.name,
+                                                   elsewhere.name])

@@ -22,6 +22,7 @@ import unicodedata
 import sentencepiece as spm
 
 from albert_tf import errors
+from albert_tf.files import input_files
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -113,19 +114,9 @@ def encode_ids(sp_model, text, sample=False):
 
 
 def _read_file_bytes(path, what):
-    """Reads a local or `gs://`-style file, raising an error that names it and what it is."""
-    path = convert_to_unicode(path)
-    try:
-        if "://" in path:
-            import tensorflow as tf  # Only remote file systems need TensorFlow's gfile.
-            with tf.io.gfile.GFile(path, "rb") as handle:
-                return handle.read()
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError as error:
-        raise errors.MissingFileError(f"{path}: {what} file not found") from error
-    except Exception as error:
-        raise OSError(f"{path}: cannot read {what} file: {error}") from error
+    """Reads a local or `gs://`-style file; a missing, unreadable or directory path is an error
+    naming it and what it is."""
+    return input_files.read_bytes(convert_to_unicode(path), f"{what} file")
 
 
 def read_sp_model_proto(spm_model_file):
