@@ -216,7 +216,10 @@ def get_tensor(reader, prefix, name):
         return reader.get_tensor(name)
     except (tf.errors.OpError, IndexError) as error:
         data_file = prefix + DATA_SUFFIX
-        size = tf.io.gfile.stat(data_file).length if tf.io.gfile.exists(data_file) else 0
+        if not tf.io.gfile.exists(data_file):
+            raise CheckpointError(f"{data_file}: missing; the checkpoint's index is there but "
+                                  f"not its data (an incomplete copy?)") from error
+        size = tf.io.gfile.stat(data_file).length
         raise CheckpointError(
             f"{data_file}: truncated or corrupt checkpoint data: tensor {name} cannot be read "
             f"({_first_line(error)}; the file ends at byte offset {size}); use an older "

@@ -937,3 +937,73 @@ def test_reexport_removes_a_killed_exports_temporary_folder(tmp_path):
     final = versioned.write_archive(Archive(), str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == sorted([os.path.basename(final), live.name,
                                                    elsewhere.name])
+
+
+def test_squad_v2_file_without_version_2_flag(squad_files, tmp_path):
+    v2 = json.loads(_squad_json("q1", "q2"))
+    v2["data"][0]["paragraphs"][0]["qas"][1].update(is_impossible=True, answers=[])
+    path = _write(tmp_path / "dev-v2.json", json.dumps(v2))
+    for extra in (("--do_predict", f"--predict_file={path}"),
+                  ("--do_train", f"--train_file={path}", "--allow_random_init")):
+        with pytest.raises(errors.UserInputError, match=rf"--{extra[1][2:].split('=')[0]}=\S+"
+                                                     rf"dev-v2.json: question q2 is unanswerable "
+                                                     rf"\(is_impossible\), a SQuAD v2.0 file; "
+                                                     rf"pass --version_2_with_negative"):
+            _squad(squad_files, tmp_path, *extra)
+
+
+def test_wordpiece_vocabulary_without_its_special_tokens(tmp_path):
+    from albert_tf.text import tokenization
+    for text, message in [("", r"empty.txt: not a WordPiece vocabulary for ALBERT/BERT: it is "
+                               r"empty"),
+                          ("hello\nworld\n", r"words.txt: not a WordPiece vocabulary for "
+                                             r"ALBERT/BERT: 2 tokens but no \[UNK\], \[CLS\], "
+                                             r"\[SEP\]")]:
+        name = "empty.txt" if not text else "words.txt"
+        with pytest.raises(errors.UserInputError, match=message):
+            tokenization.FullTokenizer(_write(tmp_path / name, text), True)
+
+
+def test_checkpoint_without_its_data_file(tmp_path):
+    from albert_tf import checkpoints
+    prefix = _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    os.remove(prefix + ".data-00000-of-00001")
+    with pytest.raises(checkpoints.CheckpointError, match=r"model.ckpt-7.data-00000-of-00001: "
+                                                          r"missing; the checkpoint's index is "
+                                                          r"there but not its data"):
+        checkpoints.load_into(_classifier_variables(2), prefix)
+
+
+@pytest.mark.slow
+def test_scripts_refuse_damaged_or_mis_shaped_checkpoints(tmp_path, spm_model_file):
+    """The command-line contract for the checkpoint cases: exit 2, one line, no traceback."""
+    config = _config_file(tmp_path)
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv",
+           "sentence\tlabel\na fine film\t1\na dull film\t0\n")
+    _write(tmp_path / "glue" / "SST-2" / "dev.tsv", "sentence\tlabel\na good film\t1\n")
+    three_labels = tmp_path / "three"
+    _classifier_checkpoint(three_labels / "model.ckpt-7", num_labels=3)
+    truncated = _classifier_checkpoint(tmp_path / "cut" / "model.ckpt-7", num_labels=2)
+    data = open(truncated + ".data-00000-of-00001", "rb").read()
+    open(truncated + ".data-00000-of-00001", "wb").write(data[:len(data) // 3])
+    common = ["run_classifier.py", "--task_name=sst-2", f"--data_dir={tmp_path / 'glue'}",
+              f"--spm_model_file={spm_model_file}", "--max_seq_length=32"]
+    cases = [
+        ((*common, f"--albert_config_file={tmp_path}", f"--output_dir={tmp_path / 'o1'}",
+          "--do_train", "--allow_random_init"), r"is a directory; expected a file"),
+        ((*common, f"--albert_config_file={config}", f"--output_dir={three_labels}",
+          "--do_eval"), r"model.ckpt-7: shape mismatch for head variable output_weights: the "
+                        r"model has \[2, 32\], the checkpoint \[3, 32\]"),
+        ((*common, f"--albert_config_file={config}", f"--output_dir={tmp_path / 'o2'}",
+          "--do_train", f"--init_checkpoint={truncated}", "--train_step=1",
+          "--train_batch_size=2"), r"model.ckpt-7.data-00000-of-00001: truncated or corrupt "
+                                   r"checkpoint data"),
+    ]
+    processes = [(_spawn(*args), message, args) for args, message in cases]
+    for process, message, args in processes:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 2, (args, stderr[-2000:])
+        assert "Traceback" not in stderr, stderr[-2000:]
+        last = [line for line in stderr.splitlines() if line.strip()][-1]
+        assert last.startswith("run_classifier.py: error: ") and re.search(message, last), last
+    assert not os.path.exists(three_labels / "eval_results.txt")

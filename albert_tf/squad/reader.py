@@ -139,3 +139,18 @@ def _add_training_answer(example, qa):
                 f"(the context there reads {found!r})")
     example.start_position, example.orig_answer_text = start, text
     return None
+
+
+def check_version(input_file, flag_name, version_2_with_negative):
+    """SQuAD v1.1 has no unanswerable question: a v2.0 file read without
+    --version_2_with_negative would train the v1.1 heads to point at [CLS] and score its
+    unanswerable questions as misses. Refuses such a file, naming the first one."""
+    if version_2_with_negative or not input_file:
+        return
+    for article in load_squad_json(input_file):
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                if qa.get("is_impossible"):
+                    raise SquadFormatError(
+                        f"{flag_name}={input_file}: question {qa['id']} is unanswerable "
+                        "(is_impossible), a SQuAD v2.0 file; pass --version_2_with_negative")

@@ -161,6 +161,20 @@ def load_vocab(vocab_file):
     return vocab
 
 
+WORDPIECE_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
+
+
+def _check_special_tokens(vocab, vocab_file):
+    """An empty file, or one without the tokens every input uses, would turn each word into
+    [UNK] or fail with a KeyError on the first [CLS]: refuse it, naming what is missing."""
+    missing = [token for token in WORDPIECE_SPECIAL_TOKENS if token not in vocab]
+    if missing:
+        raise errors.UserInputError(
+            f"{vocab_file}: not a WordPiece vocabulary for ALBERT/BERT: "
+            + ("it is empty" if not vocab else f"{len(vocab)} tokens but no {', '.join(missing)}")
+            + f" (expected one token per line including {', '.join(WORDPIECE_SPECIAL_TOKENS)})")
+
+
 def convert_by_vocab(vocab, items):
     """Maps tokens to ids (or ids to tokens) through `vocab`, naming any missing item."""
     output = []
@@ -319,6 +333,7 @@ class FullTokenizer:
             if not vocab_file:
                 raise ValueError("FullTokenizer needs a vocab_file or an spm_model_file")
             self.vocab = load_vocab(vocab_file)
+            _check_special_tokens(self.vocab, vocab_file)
             self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
             self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
