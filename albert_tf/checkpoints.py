@@ -344,9 +344,10 @@ def load_into(variables_by_name, checkpoint_path, init_from_group0=False, new_he
         name, model_shape, stored_shape = report.mismatched[0]
         raise CheckpointError(
             f"{prefix}: shape mismatch for head variable {name}: the model has "
-            f"{list(model_shape)}, the checkpoint {list(stored_shape)} (a head trained for "
-            f"another label set or task; use the matching --task_name / label list, or start "
-            f"from the pretrained checkpoint)"
+            f"{list(model_shape)}, the checkpoint {list(stored_shape)}: a head trained for "
+            f"another label set or task. Use the task and labels it was trained with; to "
+            f"fine-tune a new head on its encoder, warm-start from a copy without the head "
+            f"(export_checkpoints.py --albert_directory=<its folder> --export_path=<prefix>)"
             + (f"; also mis-shaped: {[entry[0] for entry in report.mismatched[1:4]]}"
                if len(report.mismatched) > 1 else ""))
     values = [(variable, get_tensor(reader, prefix, source)) for variable, source in assignments]

@@ -690,6 +690,14 @@ def test_two_label_head_refused_for_three_labels_everywhere(tmp_path):
     assert (variables["bert/embeddings/word_embeddings"].numpy() == before).all()  # untouched
     report = checkpoints.load_into(variables, prefix, new_heads=True)  # said to be new
     assert [entry[0] for entry in report.mismatched] == ["output_weights", "output_bias"]
+    # The way the message gives to fine-tune a new head on that encoder:
+    from albert_tf.export import pretrained
+    config_lib.AlbertConfig(**SIZES).write_beside(str(tmp_path))
+    encoder_only = pretrained.export_checkpoint(str(tmp_path), "model.ckpt-7",
+                                                str(tmp_path / "encoder" / "model.ckpt-7"))
+    report = checkpointing.warm_start(variables, encoder_only)
+    assert report.missing == ["output_weights", "output_bias"] and not report.mismatched
+    assert (variables["bert/embeddings/word_embeddings"].numpy() != before).any()
 
 
 def test_tagging_label_list_that_grew_is_refused(tmp_path):
