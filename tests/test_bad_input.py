@@ -1015,3 +1015,18 @@ def test_scripts_refuse_damaged_or_mis_shaped_checkpoints(tmp_path, spm_model_fi
         last = [line for line in stderr.splitlines() if line.strip()][-1]
         assert last.startswith("run_classifier.py: error: ") and re.search(message, last), last
     assert not os.path.exists(three_labels / "eval_results.txt")
+
+
+@pytest.mark.parametrize("flag", ["--learning_rate=inf", "--learning_rate=nan",
+                                  "--eval_timeout_secs=nan", "--poly_power=inf"])
+def test_float_flag_that_is_not_finite(flag):
+    with pytest.raises(flags.IllegalFlagValueError, match=flag.split("=")[0].lstrip("-")):
+        _training_flags(flag)
+
+
+@pytest.mark.parametrize("flag", ["--warmup_proportion=nan", "--num_train_epochs=inf",
+                                  "--null_score_diff_threshold=nan"])
+def test_squad_float_flag_that_is_not_finite(squad_files, tmp_path, flag):
+    with pytest.raises(errors.UserInputError, match=rf"{flag}: expected a finite number"):
+        _squad(squad_files, tmp_path, "--do_predict", f"--predict_file={squad_files['empty']}",
+               "--version_2_with_negative", flag)

@@ -13,6 +13,7 @@ prediction files in `--output_dir` are the best checkpoint's.
 """
 
 import dataclasses
+import math
 import os
 
 import tensorflow as tf
@@ -65,6 +66,11 @@ class SquadRun:
     length_buckets: str = "auto"
 
     def validate(self, albert_config):
+        for name in ("num_train_epochs", "warmup_proportion", "dropout_prob",
+                     "null_score_diff_threshold"):  # absl's bounds let NaN through
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise errors.UserInputError(f"--{name}={value}: expected a finite number")
         if not (self.do_train or self.do_predict):
             raise errors.UserInputError("At least one of --do_train, --do_predict (or --export_dir) "
                              "must be given")
