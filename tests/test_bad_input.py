@@ -1030,3 +1030,17 @@ def test_squad_float_flag_that_is_not_finite(squad_files, tmp_path, flag):
     with pytest.raises(errors.UserInputError, match=rf"{flag}: expected a finite number"):
         _squad(squad_files, tmp_path, "--do_predict", f"--predict_file={squad_files['empty']}",
                "--version_2_with_negative", flag)
+
+
+def test_tagging_labels_that_changed_since_the_checkpoints(tmp_path):
+    from albert_tf.tagging import reader as tagging_reader
+    path = str(tmp_path / "labels.txt")
+    tagging_reader.write_label_file(path, ["B-PER", "I-PER", "O"])
+    tagging_reader.write_label_file(path, ["B-PER", "I-PER", "O"])  # the same data: a rerun
+    with pytest.raises(errors.UserInputError, match=r"labels.txt: this output directory's "
+                                                 r"checkpoints were trained with the labels "
+                                                 r"\['B-PER', 'I-PER', 'O'\], the data now gives "
+                                                 r"\['B-LOC', 'I-PER', 'O'\] \(added \['B-LOC'\], "
+                                                 r"removed \['B-PER'\]\)"):
+        tagging_reader.write_label_file(path, ["B-LOC", "I-PER", "O"])
+    assert open(path).read().split() == ["B-PER", "I-PER", "O"]

@@ -13,7 +13,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import errors
-from albert_tf.files import input_files
+from albert_tf.files import input_files, io_utils
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
@@ -82,3 +82,28 @@ def label_list(data_dir):
     if not tags:
         raise TaggingDataError(f"{data_dir}: none of {', '.join(SPLIT_FILES.values())} found")
     return sorted(tags)
+
+
+def write_label_file(path, labels):
+    """Writes the label list beside the checkpoints (`labels.txt`), or checks the one there.
+
+    Output i of a tagging head means the i-th label of the list it was trained with; a data
+    set whose tags changed (one renamed, one added in test.txt) gives another sorted list, and
+    the old checkpoints would name every prediction with the wrong tag. Refused, naming both.
+    """
+    labels = list(labels)
+    if tf.io.gfile.exists(path):
+        stored = input_files.read_text(path, "label file").split()
+        if stored != labels:
+            added = sorted(set(labels) - set(stored))
+            removed = sorted(set(stored) - set(labels))
+            change = (f"added {added}, removed {removed}" if added or removed
+                      else "the same tags in another order")
+            raise TaggingDataError(
+                f"{path}: this output directory's checkpoints were trained with the labels "
+                f"{stored}, the data now gives {labels} ({change}); use the data they were "
+                f"trained on, or another --output_dir")
+        return path
+    io_utils.atomic_write_text(path, "\n".join(labels) + "\n")
+    return path
+
