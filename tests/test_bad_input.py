@@ -10,6 +10,7 @@ and nothing left under a final name.
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -1044,3 +1045,41 @@ def test_tagging_labels_that_changed_since_the_checkpoints(tmp_path):
                                                  r"removed \['B-PER'\]\)"):
         tagging_reader.write_label_file(path, ["B-LOC", "I-PER", "O"])
     assert open(path).read().split() == ["B-PER", "I-PER", "O"]
+
+
+def _can_mount_tmpfs():
+    try:  # in a user namespace: no root needed
+        probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+                               capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("unshare") or not _can_mount_tmpfs(),
+                    reason="needs unshare -rm and tmpfs in a user namespace")
+def test_full_disk_while_training_on_a_real_small_file_system(tmp_path, spm_model_file):
+    """run_classifier.py writing into a 300 KiB tmpfs: the first checkpoint does not fit. One
+    line naming it, exit 2, and no temporary file or half checkpoint left."""
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv",
+           "sentence\tlabel\na fine film\t1\na dull film\t0\n")
+    (tmp_path / "small").mkdir()
+    command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), "--task_name=sst-2",
+               f"--data_dir={tmp_path / 'glue'}", f"--albert_config_file={_config_file(tmp_path)}",
+               f"--spm_model_file={spm_model_file}", f"--output_dir={tmp_path / 'small' / 'run'}",
+               f"--cached_dir={tmp_path / 'cache'}", "--do_train", "--allow_random_init",
+               "--max_seq_length=32", "--train_step=2", "--train_batch_size=2",
+               "--save_checkpoints_steps=1"]
+    script = (f"mount -t tmpfs -o size=300k tmpfs {tmp_path / 'small'} && "
+              f"{' '.join(command)}; status=$?; ls -a {tmp_path / 'small' / 'run'}; exit $status")
+    process = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=REPO_ROOT,
+                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), capture_output=True,
+                             text=True, timeout=600)
+    assert process.returncode == 2, process.stderr[-2000:]
+    assert "Traceback" not in process.stderr
+    last = [line for line in process.stderr.splitlines() if line.strip()][-1]
+    assert re.fullmatch(r"run_classifier.py: error: \S+/run/model.ckpt-1.data-00000-of-00001: no "
+                        r"space left on device while writing it .*", last), last
+    left = process.stdout.split()
+    assert not [name for name in left if ".tmp" in name or name.startswith("model.ckpt")], left
