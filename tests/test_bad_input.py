@@ -1083,3 +1083,21 @@ def test_full_disk_while_training_on_a_real_small_file_system(tmp_path, spm_mode
                         r"space left on device while writing it .*", last), last
     left = process.stdout.split()
     assert not [name for name in left if ".tmp" in name or name.startswith("model.ckpt")], left
+
+
+def test_one_sentence_documents_give_one_class_and_are_refused(real_data, spm_model_file,
+                                                               tmp_path):
+    """A blank line after every line makes every document one sentence: no pair of real
+    consecutive sentences, every instance label 1. Refused, and the records removed."""
+    lines = _brown_lines(real_data, 80)
+    corpus = _write(tmp_path / "in" / "spaced.txt", "\n".join(lines))
+    with pytest.raises(errors.UserInputError, match=r"--input_file: all \d+ instances have "
+                                                 r"sentence-order label 1 \(0 in order, 0 "
+                                                 r"swapped, \d+ from another document\)"):
+        create_data.create_pretraining_data(corpus, str(tmp_path / "out" / "train"),
+                                            _options(spm_model_file), num_workers=1)
+    assert _left_behind(tmp_path / "out") == []
+    good = _write(tmp_path / "in" / "plain.txt", "".join(lines))
+    summary = create_data.create_pretraining_data(good, str(tmp_path / "out" / "train"),
+                                                  _options(spm_model_file), num_workers=1)
+    assert 0 < summary["sentence_order"]["label_1"] < summary["instances"]
