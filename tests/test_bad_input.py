@@ -973,6 +973,14 @@ def test_wordpiece_vocabulary_without_its_special_tokens(tmp_path):
             tokenization.FullTokenizer(_write(tmp_path / name, text), True)
 
 
+def test_wordpiece_vocabulary_that_is_not_utf8(tmp_path):
+    from albert_tf.text import tokenization
+    path = _write(tmp_path / "vocab.txt", b"[PAD]\n[UNK]\ncaf\xe9\n")
+    with pytest.raises(errors.UserInputError, match=r"vocab.txt, line 3: not UTF-8 \(byte 0xe9 "
+                                                 r"at byte offset 15\)"):
+        tokenization.load_vocab(path)
+
+
 def test_checkpoint_without_its_data_file(tmp_path):
     from albert_tf import checkpoints
     prefix = _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)

@@ -12,8 +12,9 @@ models were trained on:
   run `preprocess_text` first (as every original script does).
 
 Differences from the original, all deliberate: no log line on every id conversion, clear
-errors naming a missing or unreadable model/vocabulary file, and `preprocess_text` also
-accepts UTF-8 bytes.
+errors naming a missing or unreadable model/vocabulary file (a directory, no read permission,
+bytes that are not UTF-8, a WordPiece vocabulary without [UNK]/[CLS]/[SEP]), and
+`preprocess_text` also accepts UTF-8 bytes.
 """
 
 import collections
@@ -148,7 +149,8 @@ def load_vocab(vocab_file):
     A whitespace-only line stands for the token " ". A token seen again later keeps its first
     id and the repeated line gets no id (ids stay contiguous), as in the original.
     """
-    text = _read_file_bytes(vocab_file, "vocabulary (--vocab_file)").decode("utf-8", "ignore")
+    text = input_files.decode_utf8(_read_file_bytes(vocab_file, "vocabulary (--vocab_file)"),
+                                   vocab_file)  # dropping bad bytes would shift the tokens
     vocab = collections.OrderedDict()
     lines = text.split("\n")
     if lines[-1] == "":
