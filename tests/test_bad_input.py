@@ -808,7 +808,8 @@ def test_directories_given_as_files(tmp_path):
             (lambda: tokenization.load_sp_model(str(folder)), "SentencePiece model"),
             (lambda: tokenization.load_vocab(str(folder)), "vocabulary"),
             (lambda: squad_reader.read_squad_examples(str(folder), False), "SQuAD file"),
-            (lambda: tagging_reader.read_sentences(str(folder / "train.txt")), "tagging file")]:
+            (lambda: tagging_reader.read_sentences(str(folder / "train.txt")), "tagging file"),
+            (lambda: tfrecord_check.count_records(str(folder)), "TFRecord file")]:
         with pytest.raises(errors.UserInputError, match=rf"folder\S*: {what}.* is a directory; "
                                                      rf"expected a file"):
             call()
