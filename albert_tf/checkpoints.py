@@ -27,12 +27,18 @@ Reading
     latest_checkpoint(directory) → prefix or None (from the `checkpoint` state file).
     list_variables(path) → {name: shape};  read_tensors(path, names=None) → {name: numpy array}
         Arbitrary names, exactly as stored (optimizer slots, `global_step`, `module/...`).
-    load_into(variables_by_name, path, init_from_group0=False) → LoadReport
+    open_reader(path) → a `tf.train.load_checkpoint` reader, or CheckpointError naming the
+        file when the index is damaged; tensors read through `read_tensors` / `load_into`
+        name the data file and its size when it is truncated (a killed copy, a full disk).
+    load_into(variables_by_name, path, init_from_group0=False, new_heads=False) → LoadReport
         Assigns every variable found by name. TF1 Hub names (`module/bert/...`) match their
         unprefixed form. Optimizer slots (`adam_m`, `adam_v`, `lamb_m`, `lamb_v`) and
-        `global_step` are skipped unless asked for by name. A missing or mis-shaped encoder
-        variable (`bert/...`) raises `CheckpointError` naming it and the checkpoint; a missing
-        or mis-shaped head is reported, logged and left at its initial value.
+        `global_step` are skipped unless asked for by name. A missing encoder variable
+        (`bert/...`) raises `CheckpointError` naming it and the checkpoint, and so does any
+        variable stored with another shape (a 2-label head read for a 3-label task would
+        otherwise be replaced by a random one and predict nonsense), naming both shapes. A
+        missing head is reported, logged and left at its initial value; with new_heads a
+        mis-shaped head is too (the caller says the head is new and will be trained).
         init_from_group0 (run_pretraining's flag) initialises `group_N` (N > 0) that the
         checkpoint lacks from its `group_0` (and `attention_N`/`ffn_N` from `attention_1`/`ffn_1`);
         a `group_N` the checkpoint has is loaded as it is.
@@ -94,6 +100,9 @@ def write_checkpoint(prefix, name_to_value, update_state=True):
                           tensors=tensors)
         tf.io.gfile.rename(temp_prefix + DATA_SUFFIX, prefix + DATA_SUFFIX, overwrite=True)
         tf.io.gfile.rename(temp_prefix + INDEX_SUFFIX, prefix + INDEX_SUFFIX, overwrite=True)
+    except (OSError, tf.errors.OpError) as error:
+        io_utils.raise_if_disk_full(error, prefix + DATA_SUFFIX)
+        raise
     finally:
         for suffix in (DATA_SUFFIX, INDEX_SUFFIX):
             if tf.io.gfile.exists(temp_prefix + suffix):
@@ -186,17 +195,48 @@ def resolve_checkpoint(path):
     raise CheckpointNotFoundError(f"{path}: no checkpoint found (expected {path}{INDEX_SUFFIX})")
 
 
+def open_reader(path):
+    """`tf.train.load_checkpoint` for `path`, with a damaged index named instead of a traceback."""
+    prefix = resolve_checkpoint(path)
+    try:
+        return tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, IndexError) as error:
+        raise CheckpointError(
+            f"{prefix}{INDEX_SUFFIX}: damaged checkpoint index ({_first_line(error)}); use an "
+            f"older checkpoint or copy it again") from error
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def get_tensor(reader, prefix, name):
+    """`reader.get_tensor(name)`, with a truncated or corrupt data file named (and its size)."""
+    try:
+        return reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError) as error:
+        data_file = prefix + DATA_SUFFIX
+        if not tf.io.gfile.exists(data_file):
+            raise CheckpointError(f"{data_file}: missing; the checkpoint's index is there but "
+                                  f"not its data (an incomplete copy?)") from error
+        size = tf.io.gfile.stat(data_file).length
+        raise CheckpointError(
+            f"{data_file}: truncated or corrupt checkpoint data: tensor {name} cannot be read "
+            f"({_first_line(error)}; the file ends at byte offset {size}); use an older "
+            f"checkpoint or copy it again") from error
+
+
 def list_variables(path):
     """Ordered {stored name: shape tuple} of the checkpoint at `path` (see resolve_checkpoint)."""
-    prefix = resolve_checkpoint(path)
-    return collections.OrderedDict(
-        (name, tuple(shape)) for name, shape in tf.train.list_variables(prefix))
+    reader = open_reader(path)
+    shapes = reader.get_variable_to_shape_map()
+    return collections.OrderedDict((name, tuple(shapes[name])) for name in sorted(shapes))
 
 
 def read_tensors(path, names=None):
     """{name: numpy array} for `names` (all stored tensors if None); a missing name is an error."""
     prefix = resolve_checkpoint(path)
-    reader = tf.train.load_checkpoint(prefix)
+    reader = open_reader(prefix)
     stored = reader.get_variable_to_shape_map()
     if names is None:
         names = sorted(stored)
@@ -204,7 +244,7 @@ def read_tensors(path, names=None):
     if absent:
         raise CheckpointError(f"{prefix}: no tensor named {absent[:5]}"
                               + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else ""))
-    return collections.OrderedDict((name, reader.get_tensor(name)) for name in names)
+    return collections.OrderedDict((name, get_tensor(reader, prefix, name)) for name in names)
 
 
 # ----------------------------------------------------------------------------- loading
@@ -264,10 +304,10 @@ def _is_encoder(name):
     return name.startswith(ENCODER_SCOPE)
 
 
-def load_into(variables_by_name, checkpoint_path, init_from_group0=False):
+def load_into(variables_by_name, checkpoint_path, init_from_group0=False, new_heads=False):
     """Assigns checkpoint tensors to `{original name: variable}`; returns a `LoadReport`."""
     prefix = resolve_checkpoint(checkpoint_path)
-    reader = tf.train.load_checkpoint(prefix)
+    reader = open_reader(prefix)
     stored_shapes = reader.get_variable_to_shape_map()
     canonical = _canonical_names(stored_shapes)
     report = LoadReport(checkpoint_path=prefix)
@@ -300,8 +340,19 @@ def load_into(variables_by_name, checkpoint_path, init_from_group0=False):
             f"{prefix}: shape mismatch for encoder variable {name}: the model has "
             f"{list(model_shape)}, the checkpoint {list(stored_shape)} (is albert_config.json the "
             f"checkpoint's config?)")
-    for variable, source in assignments:
-        variable.assign(tf.cast(reader.get_tensor(source), variable.dtype))
+    if report.mismatched and not new_heads:
+        name, model_shape, stored_shape = report.mismatched[0]
+        raise CheckpointError(
+            f"{prefix}: shape mismatch for head variable {name}: the model has "
+            f"{list(model_shape)}, the checkpoint {list(stored_shape)}: a head trained for "
+            f"another label set or task. Use the task and labels it was trained with; to "
+            f"fine-tune a new head on its encoder, warm-start from a copy without the head "
+            f"(export_checkpoints.py --albert_directory=<its folder> --export_path=<prefix>)"
+            + (f"; also mis-shaped: {[entry[0] for entry in report.mismatched[1:4]]}"
+               if len(report.mismatched) > 1 else ""))
+    values = [(variable, get_tensor(reader, prefix, source)) for variable, source in assignments]
+    for variable, value in values:  # all read first: a damaged file changes no variable
+        variable.assign(tf.cast(value, variable.dtype))
     for stored in stored_shapes:
         if stored in taken:
             continue

@@ -15,6 +15,7 @@ a bug and keeps its traceback. Tests call a script's `run(flag_values)` in-proce
 
 import dataclasses
 import inspect
+import math
 import os
 import re
 import sys
@@ -73,8 +74,26 @@ class Definer:
 
     def __getattr__(self, kind):
         definer = getattr(flags, f"DEFINE_{kind}")
-        return lambda *args, **kwargs: definer(*args, flag_values=self._flag_values,
-                                               module_name=self._module_name, **kwargs)
+
+        def define(*args, **kwargs):
+            holder = definer(*args, flag_values=self._flag_values,
+                             module_name=self._module_name, **kwargs)
+            if kind == "float":
+                _require_finite(holder, self._flag_values)
+            return holder
+
+        return define
+
+
+def _require_finite(holder, flag_values):
+    """absl's float bounds let NaN through (every comparison with it is false) and inf passes
+    a lower bound: `--learning_rate=inf` would train to NaN. A float flag must be finite, or
+    NaN where NaN is its default (the flag's "not set")."""
+    nan_default = isinstance(holder.default, float) and math.isnan(holder.default)
+    flags.register_validator(
+        holder.name,
+        lambda value: value is None or math.isfinite(value) or (nan_default and math.isnan(value)),
+        message=f"--{holder.name} must be a finite number", flag_values=flag_values)
 
 
 def run_script(define_flags, run_flags):

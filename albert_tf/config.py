@@ -11,12 +11,13 @@ fields fall back to the original defaults with a warning naming each.
 import copy
 import difflib
 import json
+import math
 import os
 
 from absl import logging
 
 from albert_tf import errors
-from albert_tf.files import io_utils
+from albert_tf.files import input_files, io_utils
 
 _DEFAULTS = {
     "embedding_size": 128,
@@ -97,8 +98,7 @@ class AlbertConfig:
     def from_json_file(cls, json_file):
         if not os.path.exists(json_file):
             raise ConfigError(f"{json_file}: config file does not exist")
-        with open(json_file, encoding="utf-8") as reader:
-            text = reader.read()
+        text = input_files.read_text(json_file, "config file")
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError as error:
@@ -151,8 +151,10 @@ class AlbertConfig:
             if given is not None and field not in given:
                 continue
             value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigError(f"{source}: field '{field}' must be a non-negative number, got {value!r}")
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not math.isfinite(value) or value < 0):
+                raise ConfigError(f"{source}: field '{field}' must be a finite non-negative "
+                                  f"number, got {value!r}")
         for field in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if (given is None or field in given) and getattr(self, field) >= 1:
                 raise ConfigError(f"{source}: field '{field}' must be below 1, got {getattr(self, field)!r}")

@@ -10,6 +10,7 @@ and nothing left under a final name.
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -650,3 +651,462 @@ def test_killed_data_run_never_reaches_training(real_data, spm_model_file, tmp_p
     files = file_patterns.expand(str(out / "*"), "--input_file",
                                  exclude_suffixes=(".summary.json",))
     assert len(files) == 3 and sum(tfrecord_check.check_files(files, "--input_file").values())
+
+
+# ------------------------------------------- checkpoints whose variables have other shapes
+
+def _classifier_checkpoint(path, num_labels):
+    from albert_tf import checkpoints
+    from albert_tf.modeling import classifier
+    model = classifier.AlbertClassifier(config_lib.AlbertConfig(**SIZES), num_labels=num_labels)
+    return checkpoints.write_checkpoint(str(path), dict(model.checkpoint_variables(),
+                                                        global_step=7))
+
+
+def _classifier_variables(num_labels):
+    from albert_tf.modeling import classifier
+    model = classifier.AlbertClassifier(config_lib.AlbertConfig(**SIZES), num_labels=num_labels)
+    return model.checkpoint_variables()
+
+
+HEAD_MISMATCH = (r"model.ckpt-7: shape mismatch for head variable output_weights: the model has "
+                 r"\[3, 32\], the checkpoint \[2, 32\]")
+
+
+def test_two_label_head_refused_for_three_labels_everywhere(tmp_path):
+    """Evaluation, prediction (restore_model) and warm-starting (--init_checkpoint) refuse a
+    head of another shape instead of restoring a random one; an export already did."""
+    from albert_tf import checkpoints
+    from albert_tf.training import checkpointing
+    prefix = _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    variables = _classifier_variables(3)
+    before = variables["bert/embeddings/word_embeddings"].numpy()
+    with pytest.raises(checkpoints.CheckpointError, match=HEAD_MISMATCH):
+        checkpoints.load_into(variables, prefix)
+    with pytest.raises(errors.UserInputError, match=HEAD_MISMATCH):
+        checkpointing.warm_start(variables, prefix)
+    manager = checkpointing.CheckpointManager(str(tmp_path), variables, optimizer=None)
+    with pytest.raises(errors.UserInputError, match=HEAD_MISMATCH):
+        manager.restore_model(prefix)
+    assert (variables["bert/embeddings/word_embeddings"].numpy() == before).all()  # untouched
+    report = checkpoints.load_into(variables, prefix, new_heads=True)  # said to be new
+    assert [entry[0] for entry in report.mismatched] == ["output_weights", "output_bias"]
+    # The way the message gives to fine-tune a new head on that encoder:
+    from albert_tf.export import pretrained
+    config_lib.AlbertConfig(**SIZES).write_beside(str(tmp_path))
+    encoder_only = pretrained.export_checkpoint(str(tmp_path), "model.ckpt-7",
+                                                str(tmp_path / "encoder" / "model.ckpt-7"))
+    report = checkpointing.warm_start(variables, encoder_only)
+    assert report.missing == ["output_weights", "output_bias"] and not report.mismatched
+    assert (variables["bert/embeddings/word_embeddings"].numpy() != before).any()
+
+
+def test_tagging_label_list_that_grew_is_refused(tmp_path):
+    from albert_tf import checkpoints
+    from albert_tf.modeling import token_classifier
+    config = config_lib.AlbertConfig(**SIZES)
+    old = token_classifier.AlbertTokenClassifier(config, 3)
+    prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-7"),
+                                          old.checkpoint_variables())
+    grown = token_classifier.AlbertTokenClassifier(config, 5)
+    with pytest.raises(checkpoints.CheckpointError,
+                       match=r"head variable \S+: the model has \[5, 32\], the checkpoint "
+                             r"\[3, 32\]"):
+        checkpoints.load_into(grown.checkpoint_variables(), prefix)
+
+
+# ------------------------------------------------------- damaged checkpoints, full disks
+
+def _truncated(tmp_path, suffix):
+    from albert_tf import checkpoints
+    prefix = _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    path = prefix + suffix
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[:len(data) // 2])
+    return checkpoints, prefix, len(data) // 2
+
+
+def test_truncated_checkpoint_data_named_with_its_size(tmp_path):
+    from albert_tf.training import checkpointing
+    checkpoints, prefix, size = _truncated(tmp_path, ".data-00000-of-00001")
+    message = (rf"model.ckpt-7.data-00000-of-00001: truncated or corrupt checkpoint data: tensor "
+               rf"\S+ cannot be read \(Read less bytes than requested; the file ends at byte "
+               rf"offset {size}\)")
+    variables = _classifier_variables(2)
+    with pytest.raises(checkpoints.CheckpointError, match=message):
+        checkpoints.load_into(variables, prefix)
+    with pytest.raises(checkpoints.CheckpointError, match=message):
+        checkpoints.read_tensors(prefix)
+    manager = checkpointing.CheckpointManager(str(tmp_path), variables, optimizer=None)
+    with pytest.raises(errors.UserInputError, match=message):
+        manager.restore_model(prefix)
+
+
+def test_truncated_checkpoint_index_named(tmp_path):
+    from albert_tf.training import checkpointing
+    checkpoints, prefix, _ = _truncated(tmp_path, ".index")
+    message = r"model.ckpt-7.index: damaged checkpoint index \("
+    for call in (lambda: checkpoints.list_variables(prefix),
+                 lambda: checkpoints.load_into(_classifier_variables(2), prefix),
+                 lambda: checkpointing.CheckpointManager(
+                     str(tmp_path), _classifier_variables(2), None).restore_model(prefix)):
+        with pytest.raises(checkpoints.CheckpointError, match=message):
+            call()
+
+
+# The message TensorFlow 2.21 gives when SaveV2 meets a full disk (seen on a 64 KiB tmpfs).
+def _disk_full(*args, **kwargs):
+    raise tf.errors.ResourceExhaustedError(
+        None, None, "{{function_node __wrapped__SaveV2}} /x/.model.ckpt-3.tmp.data-00000-of-00001"
+                    ".tempstate1; No space left on device [Op:SaveV2]")
+
+
+def test_full_disk_while_saving_a_checkpoint(tmp_path, monkeypatch):
+    from albert_tf import checkpoints
+    monkeypatch.setattr(tf.raw_ops, "SaveV2", _disk_full)
+    with pytest.raises(errors.UserInputError,
+                       match=r"model.ckpt-3.data-00000-of-00001: no space left on device while "
+                             r"writing it"):
+        checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-3"), {"a": [1.0]})
+    assert _left_behind(tmp_path) == []
+
+
+def test_full_disk_while_writing_any_file(tmp_path):
+    import errno
+    from albert_tf.files import io_utils
+    with pytest.raises(errors.UserInputError, match=r"records.tfrecord: no space left on device"):
+        with io_utils.atomic_path(str(tmp_path / "records.tfrecord")) as temp:
+            open(temp, "wb").write(b"half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert _left_behind(tmp_path) == []
+    with pytest.raises(OSError, match="Permission denied"):  # other errors stay as they are
+        with io_utils.atomic_path(str(tmp_path / "other.txt")):
+            raise OSError(errno.EACCES, "Permission denied")
+
+
+# --------------------------------------------------------------- unusable named files
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("field", ["initializer_range", "hidden_dropout_prob"])
+def test_non_finite_config_value(tmp_path, field, value):
+    text = json.dumps(SIZES)[:-1] + f', "{field}": {value}}}'
+    path = _write(tmp_path / "albert_config.json", text)
+    with pytest.raises(errors.UserInputError, match=rf"albert_config.json: field '{field}' must "
+                                                 rf"be a finite non-negative number"):
+        config_lib.AlbertConfig.from_json_file(path)
+
+
+def test_directories_given_as_files(tmp_path):
+    from albert_tf.text import tokenization
+    from albert_tf.squad import reader as squad_reader
+    from albert_tf.tagging import reader as tagging_reader
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "train.txt").mkdir()
+    for call, what in [
+            (lambda: config_lib.AlbertConfig.from_json_file(str(folder)), "config file"),
+            (lambda: tokenization.load_sp_model(str(folder)), "SentencePiece model"),
+            (lambda: tokenization.load_vocab(str(folder)), "vocabulary"),
+            (lambda: squad_reader.read_squad_examples(str(folder), False), "SQuAD file"),
+            (lambda: tagging_reader.read_sentences(str(folder / "train.txt")), "tagging file"),
+            (lambda: tfrecord_check.count_records(str(folder)), "TFRecord file")]:
+        with pytest.raises(errors.UserInputError, match=rf"folder\S*: {what}.* is a directory; "
+                                                     rf"expected a file"):
+            call()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files without read permission")
+def test_unreadable_files(tmp_path):
+    from albert_tf.text import tokenization
+    config = _config_file(tmp_path)
+    vocab_file = _write(tmp_path / "vocab.txt", "[PAD]\n[UNK]\n")
+    for path in (config, vocab_file):
+        os.chmod(path, 0)
+    with pytest.raises(errors.UserInputError, match=r"albert_config.json: config file cannot be "
+                                                 r"read \(permission denied\)"):
+        config_lib.AlbertConfig.from_json_file(config)
+    with pytest.raises(errors.UserInputError, match=r"vocab.txt: vocabulary .*cannot be read"):
+        tokenization.load_vocab(vocab_file)
+
+
+def test_non_utf8_task_files_named_with_line_and_byte_offset(tmp_path, spm_model_file):
+    from albert_tf.squad import reader as squad_reader
+    from albert_tf.tagging import reader as tagging_reader
+    tsv = "sentence\tlabel\na fine film\t1\n".encode() + b"caf\xe9 cr\xe8me\t0\n"
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv", tsv)
+    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv, line 3: not UTF-8 "
+                                                 r"\(byte 0xe9 at byte offset 32\)"):
+        _glue_job(tmp_path, spm_model_file).records("train")
+    squad = json.dumps({"data": []}).encode()[:-1] + b' , "x": "\xff"}'
+    with pytest.raises(errors.UserInputError, match=r"squad.json, line 1: not UTF-8 \(byte 0xff "
+                                                 r"at byte offset 20\)"):
+        squad_reader.read_squad_examples(_write(tmp_path / "squad.json", squad), True)
+    tagging = _write(tmp_path / "tags.txt", b"EU B-ORG\n\nrejects O\nGerm\xe4n B-MISC\n")
+    with pytest.raises(errors.UserInputError, match=r"tags.txt, line 4: not UTF-8 \(byte 0xe4 at "
+                                                 r"byte offset 24\)"):
+        tagging_reader.read_sentences(tagging)
+    _write(tmp_path / "race" / "RACE" / "dev" / "middle" / "1.txt", b'{"article": "\x80"}')
+    _write(tmp_path / "race" / "RACE" / "dev" / "high" / "1.txt", b"{}")
+    with pytest.raises(errors.UserInputError, match=r"middle/1.txt, line 1: not UTF-8 \(byte 0x80 "
+                                                 r"at byte offset 13\)"):
+        _race_job(tmp_path, spm_model_file).cache("dev")
+
+
+# ------------------------------------------------------- task files that are wrong but parse
+
+def _squad_json(*ids):
+    qas = [{"id": qas_id, "question": "Who?", "answers": [{"text": "Ann", "answer_start": 0}]}
+           for qas_id in ids]
+    return json.dumps({"data": [{"paragraphs": [{"context": "Ann came.", "qas": qas}]}]})
+
+
+def test_squad_questions_sharing_an_id(tmp_path):
+    from albert_tf.squad import reader as squad_reader
+    path = _write(tmp_path / "dev.json", _squad_json("q1", "q2", "q1"))
+    for is_training in (True, False):
+        with pytest.raises(errors.UserInputError, match=r"dev.json: data\[0\].paragraphs\[0\]"
+                                                     r".qas\[2\]: question id 'q1' is used again "
+                                                     r"\(first at data\[0\].paragraphs\[0\]"
+                                                     r".qas\[0\]\)"):
+            squad_reader.read_squad_examples(path, is_training)
+    examples, _ = squad_reader.read_squad_examples(
+        _write(tmp_path / "ok.json", _squad_json("q1", "q2")), False)
+    assert [example.qas_id for example in examples] == ["q1", "q2"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("The cat sat on the mat .\nA dog barked loudly .\n",
+     r"one-a-line.txt, line 2: 5 columns, but line 1 has 7; expected one 'token tag' per line"),
+    ("EU B-ORG\nrejects O\nGerman B-MISC extra\n",
+     r"one-a-line.txt, line 3: 3 columns, but line 1 has 2"),
+])
+def test_tagging_file_in_another_layout(tmp_path, text, message):
+    from albert_tf.tagging import reader as tagging_reader
+    with pytest.raises(errors.UserInputError, match=message):
+        tagging_reader.read_sentences(_write(tmp_path / "one-a-line.txt", text))
+    conll = _write(tmp_path / "conll.txt", "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"
+                                           "German JJ B-NP B-MISC\n")
+    assert [s.tags for s in tagging_reader.read_sentences(conll)] == [("B-ORG", "O"), ("B-MISC",)]
+
+
+@pytest.mark.parametrize("score", ["nan", "NaN", "inf", "-Infinity"])
+def test_stsb_non_finite_score(tmp_path, score):
+    from albert_tf.glue import processors
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    row = f"0\tmain\tf\t2012\t1\ts\ts\tA plane takes off.\tAn air plane is taking off.\t{score}"
+    _write(tmp_path / "STS-B" / "train.tsv", f"{header}\n{row}\n")
+    with pytest.raises(errors.UserInputError, match=rf"STS-B/train.tsv, line 2, column 10: score "
+                                                 rf"'{score}' is not finite"):
+        processors.StsbProcessor().get_train_examples(str(tmp_path))
+
+
+def test_best_checkpoint_never_chosen_on_a_nan_metric(tmp_path):
+    from albert_tf.training import evaluation
+    _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    values = iter([float("nan"), 0.25])
+    evaluator = evaluation.CheckpointEvaluator(str(tmp_path), lambda _: {"acc": next(values)},
+                                               "acc")
+    evaluator.evaluate_checkpoint(7, str(tmp_path / "model.ckpt-7"))
+    assert (evaluator.best_step, evaluator.best_value) == (-1, None)
+    assert not os.path.exists(tmp_path / "model.ckpt-best.index")
+    evaluator.evaluate_checkpoint(8, str(tmp_path / "model.ckpt-7"))
+    assert (evaluator.best_step, evaluator.best_value) == (8, 0.25)
+    assert os.path.exists(tmp_path / "model.ckpt-best.index")
+
+
+# ------------------------------------------------------------------- degenerate data
+
+@pytest.mark.parametrize("length", [5, 8, 15])
+def test_sequence_too_short_for_sentence_order_refused(spm_model_file, tmp_path, length):
+    corpus = _write(tmp_path / "corpus.txt", "One sentence here.\nAnother one.\n")
+    with pytest.raises(errors.UserInputError, match=rf"--max_seq_length={length} is too small: "
+                                                 rf".*one class; use --max_seq_length=16 or more"):
+        create_data.create_pretraining_data(corpus, str(tmp_path / "o"),
+                                            _options(spm_model_file, max_seq_length=length),
+                                            num_workers=1)
+    assert _left_behind(tmp_path / "o") == []
+
+
+# ------------------------------------------------------------------------ exports
+
+def test_reexport_removes_a_killed_exports_temporary_folder(tmp_path):
+    from albert_tf.export import versioned
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = versioned._HOST
+    killed = tmp_path / f".tmp-{host}-{dead.pid}-0123abcd"
+    live = tmp_path / f".tmp-{host}-{os.getpid()}-89abcdef"
+    elsewhere = tmp_path / f".tmp-otherhost-{dead.pid}-0123abcd"
+    for folder in (killed, live, elsewhere):
+        _write(folder / "saved_model.pb", b"partial")
+
+    class Archive:
+        def write_out(self, path, verbose=False):
+            _write(tmp_path / path / "saved_model.pb", b"complete")
+
+    final = versioned.write_archive(Archive(), str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == sorted([os.path.basename(final), live.name,
+                                                   elsewhere.name])
+
+
+def test_squad_v2_file_without_version_2_flag(squad_files, tmp_path):
+    v2 = json.loads(_squad_json("q1", "q2"))
+    v2["data"][0]["paragraphs"][0]["qas"][1].update(is_impossible=True, answers=[])
+    path = _write(tmp_path / "dev-v2.json", json.dumps(v2))
+    for extra in (("--do_predict", f"--predict_file={path}"),
+                  ("--do_train", f"--train_file={path}", "--allow_random_init")):
+        with pytest.raises(errors.UserInputError, match=rf"--{extra[1][2:].split('=')[0]}=\S+"
+                                                     rf"dev-v2.json: question q2 is unanswerable "
+                                                     rf"\(is_impossible\), a SQuAD v2.0 file; "
+                                                     rf"pass --version_2_with_negative"):
+            _squad(squad_files, tmp_path, *extra)
+
+
+def test_wordpiece_vocabulary_without_its_special_tokens(tmp_path):
+    from albert_tf.text import tokenization
+    for text, message in [("", r"empty.txt: not a WordPiece vocabulary for ALBERT/BERT: it is "
+                               r"empty"),
+                          ("hello\nworld\n", r"words.txt: not a WordPiece vocabulary for "
+                                             r"ALBERT/BERT: 2 tokens but no \[UNK\], \[CLS\], "
+                                             r"\[SEP\]")]:
+        name = "empty.txt" if not text else "words.txt"
+        with pytest.raises(errors.UserInputError, match=message):
+            tokenization.FullTokenizer(_write(tmp_path / name, text), True)
+
+
+def test_wordpiece_vocabulary_that_is_not_utf8(tmp_path):
+    from albert_tf.text import tokenization
+    path = _write(tmp_path / "vocab.txt", b"[PAD]\n[UNK]\ncaf\xe9\n")
+    with pytest.raises(errors.UserInputError, match=r"vocab.txt, line 3: not UTF-8 \(byte 0xe9 "
+                                                 r"at byte offset 15\)"):
+        tokenization.load_vocab(path)
+
+
+def test_checkpoint_without_its_data_file(tmp_path):
+    from albert_tf import checkpoints
+    prefix = _classifier_checkpoint(tmp_path / "model.ckpt-7", num_labels=2)
+    os.remove(prefix + ".data-00000-of-00001")
+    with pytest.raises(checkpoints.CheckpointError, match=r"model.ckpt-7.data-00000-of-00001: "
+                                                          r"missing; the checkpoint's index is "
+                                                          r"there but not its data"):
+        checkpoints.load_into(_classifier_variables(2), prefix)
+
+
+@pytest.mark.slow
+def test_scripts_refuse_damaged_or_mis_shaped_checkpoints(tmp_path, spm_model_file):
+    """The command-line contract for the checkpoint cases: exit 2, one line, no traceback."""
+    config = _config_file(tmp_path)
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv",
+           "sentence\tlabel\na fine film\t1\na dull film\t0\n")
+    _write(tmp_path / "glue" / "SST-2" / "dev.tsv", "sentence\tlabel\na good film\t1\n")
+    three_labels = tmp_path / "three"
+    _classifier_checkpoint(three_labels / "model.ckpt-7", num_labels=3)
+    truncated = _classifier_checkpoint(tmp_path / "cut" / "model.ckpt-7", num_labels=2)
+    data = open(truncated + ".data-00000-of-00001", "rb").read()
+    open(truncated + ".data-00000-of-00001", "wb").write(data[:len(data) // 3])
+    common = ["run_classifier.py", "--task_name=sst-2", f"--data_dir={tmp_path / 'glue'}",
+              f"--spm_model_file={spm_model_file}", "--max_seq_length=32"]
+    cases = [
+        ((*common, f"--albert_config_file={tmp_path}", f"--output_dir={tmp_path / 'o1'}",
+          "--do_train", "--allow_random_init"), r"is a directory; expected a file"),
+        ((*common, f"--albert_config_file={config}", f"--output_dir={three_labels}",
+          "--do_eval"), r"model.ckpt-7: shape mismatch for head variable output_weights: the "
+                        r"model has \[2, 32\], the checkpoint \[3, 32\]"),
+        ((*common, f"--albert_config_file={config}", f"--output_dir={tmp_path / 'o2'}",
+          "--do_train", f"--init_checkpoint={truncated}", "--train_step=1",
+          "--train_batch_size=2"), r"model.ckpt-7.data-00000-of-00001: truncated or corrupt "
+                                   r"checkpoint data"),
+    ]
+    processes = [(_spawn(*args), message, args) for args, message in cases]
+    for process, message, args in processes:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 2, (args, stderr[-2000:])
+        assert "Traceback" not in stderr, stderr[-2000:]
+        last = [line for line in stderr.splitlines() if line.strip()][-1]
+        assert last.startswith("run_classifier.py: error: ") and re.search(message, last), last
+    assert not os.path.exists(three_labels / "eval_results.txt")
+
+
+@pytest.mark.parametrize("flag", ["--learning_rate=inf", "--learning_rate=nan",
+                                  "--eval_timeout_secs=nan", "--poly_power=inf"])
+def test_float_flag_that_is_not_finite(flag):
+    with pytest.raises(flags.IllegalFlagValueError, match=flag.split("=")[0].lstrip("-")):
+        _training_flags(flag)
+
+
+@pytest.mark.parametrize("flag", ["--warmup_proportion=nan", "--num_train_epochs=inf",
+                                  "--null_score_diff_threshold=nan"])
+def test_squad_float_flag_that_is_not_finite(squad_files, tmp_path, flag):
+    with pytest.raises(errors.UserInputError, match=rf"{flag}: expected a finite number"):
+        _squad(squad_files, tmp_path, "--do_predict", f"--predict_file={squad_files['empty']}",
+               "--version_2_with_negative", flag)
+
+
+def test_tagging_labels_that_changed_since_the_checkpoints(tmp_path):
+    from albert_tf.tagging import reader as tagging_reader
+    path = str(tmp_path / "labels.txt")
+    tagging_reader.write_label_file(path, ["B-PER", "I-PER", "O"])
+    tagging_reader.write_label_file(path, ["B-PER", "I-PER", "O"])  # the same data: a rerun
+    with pytest.raises(errors.UserInputError, match=r"labels.txt: this output directory's "
+                                                 r"checkpoints were trained with the labels "
+                                                 r"\['B-PER', 'I-PER', 'O'\], the data now gives "
+                                                 r"\['B-LOC', 'I-PER', 'O'\] \(added \['B-LOC'\], "
+                                                 r"removed \['B-PER'\]\)"):
+        tagging_reader.write_label_file(path, ["B-LOC", "I-PER", "O"])
+    assert open(path).read().split() == ["B-PER", "I-PER", "O"]
+
+
+def _can_mount_tmpfs():
+    try:  # in a user namespace: no root needed
+        probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+                               capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("unshare") or not _can_mount_tmpfs(),
+                    reason="needs unshare -rm and tmpfs in a user namespace")
+def test_full_disk_while_training_on_a_real_small_file_system(tmp_path, spm_model_file):
+    """run_classifier.py writing into a 300 KiB tmpfs: the first checkpoint does not fit. One
+    line naming it, exit 2, and no temporary file or half checkpoint left."""
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv",
+           "sentence\tlabel\na fine film\t1\na dull film\t0\n")
+    (tmp_path / "small").mkdir()
+    command = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), "--task_name=sst-2",
+               f"--data_dir={tmp_path / 'glue'}", f"--albert_config_file={_config_file(tmp_path)}",
+               f"--spm_model_file={spm_model_file}", f"--output_dir={tmp_path / 'small' / 'run'}",
+               f"--cached_dir={tmp_path / 'cache'}", "--do_train", "--allow_random_init",
+               "--max_seq_length=32", "--train_step=2", "--train_batch_size=2",
+               "--save_checkpoints_steps=1"]
+    script = (f"mount -t tmpfs -o size=300k tmpfs {tmp_path / 'small'} && "
+              f"{' '.join(command)}; status=$?; ls -a {tmp_path / 'small' / 'run'}; exit $status")
+    process = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=REPO_ROOT,
+                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), capture_output=True,
+                             text=True, timeout=600)
+    assert process.returncode == 2, process.stderr[-2000:]
+    assert "Traceback" not in process.stderr
+    last = [line for line in process.stderr.splitlines() if line.strip()][-1]
+    assert re.fullmatch(r"run_classifier.py: error: \S+/run/model.ckpt-1.data-00000-of-00001: no "
+                        r"space left on device while writing it .*", last), last
+    left = process.stdout.split()
+    assert not [name for name in left if ".tmp" in name or name.startswith("model.ckpt")], left
+
+
+def test_one_sentence_documents_give_one_class_and_are_refused(real_data, spm_model_file,
+                                                               tmp_path):
+    """A blank line after every line makes every document one sentence: no pair of real
+    consecutive sentences, every instance label 1. Refused, and the records removed."""
+    lines = _brown_lines(real_data, 80)
+    corpus = _write(tmp_path / "in" / "spaced.txt", "\n".join(lines))
+    with pytest.raises(errors.UserInputError, match=r"--input_file: all \d+ instances have "
+                                                 r"sentence-order label 1 \(0 in order, 0 "
+                                                 r"swapped, \d+ from another document\)"):
+        create_data.create_pretraining_data(corpus, str(tmp_path / "out" / "train"),
+                                            _options(spm_model_file), num_workers=1)
+    assert _left_behind(tmp_path / "out") == []
+    good = _write(tmp_path / "in" / "plain.txt", "".join(lines))
+    summary = create_data.create_pretraining_data(good, str(tmp_path / "out" / "train"),
+                                                  _options(spm_model_file), num_workers=1)
+    assert 0 < summary["sentence_order"]["label_1"] < summary["instances"]

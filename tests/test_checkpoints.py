@@ -161,13 +161,16 @@ def test_shape_mismatch_names_the_variable(tmp_path):
         np.testing.assert_array_equal(value, before[name])
 
 
-def test_mismatched_head_is_reported_and_left_initialised(tmp_path):
+def test_mismatched_head_is_refused_or_if_new_reported_and_left_initialised(tmp_path):
     config = small_config()
     source = classifier.AlbertClassifier(config, num_labels=2)
     prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), source.checkpoint_variables())
     target = classifier.AlbertClassifier(config, num_labels=3)
     initial = values(target)["output_weights"]
-    report = checkpoints.load_into(target.checkpoint_variables(), prefix)
+    with pytest.raises(checkpoints.CheckpointError, match=r"head variable output_weights: the "
+                                                          r"model has \[3, 16\], the checkpoint"):
+        checkpoints.load_into(target.checkpoint_variables(), prefix)  # unless told it is new:
+    report = checkpoints.load_into(target.checkpoint_variables(), prefix, new_heads=True)
     assert report.mismatched == [("output_weights", (3, 16), (2, 16)), ("output_bias", (3,), (2,))]
     np.testing.assert_array_equal(values(target)["output_weights"], initial)
     assert "mismatch output_weights: model [3, 16] vs checkpoint [2, 16]" in str(report)

@@ -1,10 +1,13 @@
 """Atomic file writes: a killed run never leaves a half-written file under its final name."""
 
 import contextlib
+import errno
 import os
 import uuid
 
 import tensorflow as tf
+
+from albert_tf import errors
 
 
 # Part of every temporary name: `.<final name>.tmp-<pid>-<random>`.
@@ -48,10 +51,26 @@ def atomic_path(path):
     try:
         yield temp
         tf.io.gfile.rename(temp, path, overwrite=True)
-    except BaseException:
+    except BaseException as error:
         if tf.io.gfile.exists(temp):
             tf.io.gfile.remove(temp)
+        raise_if_disk_full(error, path)
         raise
+
+
+def raise_if_disk_full(error, path):
+    """A full disk while writing `path` (Python's ENOSPC, or TensorFlow's "No space left on
+    device") becomes one `UserInputError` line naming the file; any other error is left alone.
+    Writers use temporary names, so nothing half-written is left under the final name."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        cause = error.strerror
+    elif isinstance(error, tf.errors.OpError) and "No space left on device" in str(error):
+        cause = "No space left on device"
+    else:
+        return
+    raise errors.UserInputError(
+        f"{path}: no space left on device while writing it ({cause}); free some space or "
+        f"choose another output directory, then run the same command again") from error
 
 
 def atomic_write_text(path, text):
@@ -62,5 +81,9 @@ def atomic_write_text(path, text):
 
 def append_text(path, text):
     """Appends (e.g. to `eval_results.txt`); the original appends key = value lines."""
-    with tf.io.gfile.GFile(path, "a") as writer:
-        writer.write(text)
+    try:
+        with tf.io.gfile.GFile(path, "a") as writer:
+            writer.write(text)
+    except (OSError, tf.errors.OpError) as error:
+        raise_if_disk_full(error, path)
+        raise

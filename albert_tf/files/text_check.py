@@ -6,6 +6,7 @@ bytes, or more than 1% of bytes that are not UTF-8, mean the file is not UTF-8 t
 """
 
 from albert_tf import errors
+from albert_tf.files import input_files
 
 SNIFF_BYTES = 1 << 16
 MAX_UNDECODABLE_SHARE = 0.01
@@ -26,7 +27,8 @@ def undecodable_bytes(data):
 
 def check_is_text(path):
     """Returns the first bytes read; raises `errors.UserInputError` naming the file and the share
-    of NUL or undecodable bytes when it is not UTF-8 text."""
+    of NUL or undecodable bytes when it is not UTF-8 text (or a directory, or unreadable)."""
+    input_files.check_file(path, "input file")
     with _open_binary(path) as reader:
         head = reader.read(SNIFF_BYTES)
     if not head:

@@ -15,6 +15,7 @@ import struct
 import tensorflow as tf
 
 from albert_tf import errors
+from albert_tf.files import input_files
 from albert_tf.files.crc32c import masked_crc32c
 
 _HEADER = 12
@@ -26,7 +27,9 @@ _checked = {}  # (path, size, mtime) -> records: every evaluation re-reads the s
 
 def count_records(path):
     """The number of records in `path`; raises `errors.UserInputError` naming the file and the
-    byte offset of the first bad frame. Cached per file size and modification time."""
+    byte offset of the first bad frame (or a directory, an unreadable file). Cached per file
+    size and modification time."""
+    input_files.check_file(path, "TFRecord file")
     stat = tf.io.gfile.stat(path)
     key = (path, stat.length, stat.mtime_nsec)
     if key not in _checked:

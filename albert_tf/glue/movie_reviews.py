@@ -23,13 +23,14 @@ exactly that text, and otherwise written atomically (a temporary name, then a re
 
 import dataclasses
 import hashlib
+import io
 import os
 import zlib
 
 import tensorflow as tf
 
 from albert_tf import errors
-from albert_tf.files import io_utils
+from albert_tf.files import input_files, io_utils
 
 POSITIVE_ABOVE = 0.5
 NEGATIVE_BELOW = -0.5
@@ -51,28 +52,28 @@ class Review:
 def read_reviews(movie_reviews_tsv):
     """All reviews of the file, in order; whitespace in the text (tabs included) becomes one space."""
     reviews = []
-    with open(movie_reviews_tsv, encoding="utf-8", newline="") as reader:
-        for line_number, line in enumerate(reader, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t", 2)
-            if len(fields) != 3:
-                raise MovieReviewsError(
-                    f"{movie_reviews_tsv}, line {line_number}: expected 'id<TAB>score<TAB>text', "
-                    f"got {len(fields)} field(s)")
-            review_id, score, text = fields
-            try:
-                value = float(score)
-            except ValueError:
-                raise MovieReviewsError(
-                    f"{movie_reviews_tsv}, line {line_number}, column 2: score {score!r} is not a number"
-                ) from None
-            if not SCORE_RANGE[0] <= value <= SCORE_RANGE[1]:
-                raise MovieReviewsError(
-                    f"{movie_reviews_tsv}, line {line_number}, column 2: score {value} is outside "
-                    f"[{SCORE_RANGE[0]}, {SCORE_RANGE[1]}]")
-            reviews.append(Review(review_id.strip(), value, " ".join(text.split())))
+    content = input_files.read_text(movie_reviews_tsv, "movie reviews file")
+    for line_number, line in enumerate(io.StringIO(content, newline=""), start=1):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        fields = line.split("\t", 2)
+        if len(fields) != 3:
+            raise MovieReviewsError(
+                f"{movie_reviews_tsv}, line {line_number}: expected 'id<TAB>score<TAB>text', "
+                f"got {len(fields)} field(s)")
+        review_id, score, text = fields
+        try:
+            value = float(score)
+        except ValueError:
+            raise MovieReviewsError(
+                f"{movie_reviews_tsv}, line {line_number}, column 2: score {score!r} is not a number"
+            ) from None
+        if not SCORE_RANGE[0] <= value <= SCORE_RANGE[1]:
+            raise MovieReviewsError(
+                f"{movie_reviews_tsv}, line {line_number}, column 2: score {value} is outside "
+                f"[{SCORE_RANGE[0]}, {SCORE_RANGE[1]}]")
+        reviews.append(Review(review_id.strip(), value, " ".join(text.split())))
     if not reviews:
         raise MovieReviewsError(f"{movie_reviews_tsv}: no reviews")
     return reviews

@@ -6,8 +6,9 @@ each split and its label list. Files are read with
 does; the header row is skipped except in CoLA's train and dev files, which have none.
 
 Unlike the original, which failed with a bare `IndexError` or `KeyError` deep inside feature
-conversion, a row with too few columns, an unknown label or a non-numeric STS-B score raises
-`GlueDataError` naming the file, the line and the column (both 1-based). QQP's train and dev
+conversion, a row with too few columns, an unknown label or a non-numeric or non-finite
+(NaN, inf) STS-B score raises `GlueDataError` naming the file, the line and the column (both
+1-based); bytes that are not UTF-8 are named with the line and byte offset. QQP's train and dev
 files hold rows broken by unquoted newlines; those are skipped as the original does, but
 counted (`processor.skipped_rows`) and logged. The diagnostic set `ax` (test only, MNLI
 labels) is registered, which the original forgot.
@@ -15,12 +16,15 @@ labels) is registered, which the original forgot.
 
 import csv
 import dataclasses
+import io
+import math
 import os
 from typing import Optional, Union
 
 from absl import logging
 
 from albert_tf import errors
+from albert_tf.files import input_files
 from albert_tf.text import tokenization
 
 
@@ -85,7 +89,7 @@ class DataProcessor:
 
     def _examples(self, data_dir, file_name, split):
         path = self.split_path(data_dir, split)
-        if file_name is None or not os.path.isfile(path):
+        if file_name is None or not os.path.exists(path):
             raise GlueDataError(f"{path}: {split} file of {self.task_dir} does not exist")
         examples = []
         for row in self._read_tsv(path):
@@ -100,12 +104,10 @@ class DataProcessor:
 
     def _read_tsv(self, path):
         """Yields `_Row`s: the fields with the file name and 1-based line number for errors."""
-        with open(path, encoding="utf-8", newline="") as reader:
-            lines = csv.reader(reader, delimiter="\t", quotechar=None)
-            index = 0
-            for fields in lines:
-                yield _Row(path, lines.line_num, index, fields, self)
-                index += 1
+        text = input_files.read_text(path, f"{self.task_dir} file")
+        lines = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quotechar=None)
+        for index, fields in enumerate(lines):
+            yield _Row(path, lines.line_num, index, fields, self)
 
     def _create_example(self, row, split):
         """Returns an `InputExample` for one row, or None for a header row."""
@@ -145,13 +147,17 @@ class _Row:
 
     def score(self, column):
         value = self.raw(column, "score")
+        position = (column if column >= 0 else len(self.fields) + column) + 1
         try:
-            return float(value)
+            score = float(value)
         except ValueError:
-            position = (column if column >= 0 else len(self.fields) + column) + 1
             raise GlueDataError(
                 f"{self.path}, line {self.line}, column {position}: score {value!r} is not a number"
             ) from None
+        if not math.isfinite(score):  # a NaN score would train and score as NaN
+            raise GlueDataError(f"{self.path}, line {self.line}, column {position}: score "
+                                f"{value!r} is not finite; expected a number (0 to 5 in STS-B)")
+        return score
 
 
 _NLI_LABELS = ("contradiction", "entailment", "neutral")

@@ -104,6 +104,12 @@ def _create(input_files, plan, options, num_workers, progress_interval_seconds, 
     elapsed = time.monotonic() - start
     summary = summary_lib.build(file_stats, writer.counts, options, num_workers, elapsed,
                                 _cpu_seconds() - cpu_start, plan.summary_path)
+    problem = summary_lib.one_class_problem(summary)
+    if problem:
+        for path in plan.outputs:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+        raise errors.UserInputError(f"--input_file: {problem}")
     _warn_about_truncation(summary)
     summary_lib.write(plan.summary_path, summary)
     _log_summary(summary, plan.summary_path)

@@ -17,6 +17,30 @@ from albert_tf.pretraining import outputs as outputs_lib
 from albert_tf.pretraining import records
 
 
+# With fewer instances a missing class can be chance; with this many it is the data.
+MIN_INSTANCES_FOR_CLASS_CHECK = 50
+
+
+def one_class_problem(summary):
+    """A message when every sentence-order (or next-sentence) label is the same, else None.
+
+    Training on such data learns a constant: all pairs of real consecutive sentences are
+    missing when every document is one sentence (a blank line after each line) or when
+    --max_seq_length leaves no room for two of the corpus's sentences."""
+    order = summary["sentence_order"]
+    instances = summary["instances"]
+    if instances < MIN_INSTANCES_FOR_CLASS_CHECK or 0 < order["label_1"] < instances:
+        return None
+    label = 1 if order["label_1"] else 0
+    return (f"all {instances} instances have sentence-order label {label} "
+            f"({order['in_order']} in order, {order['swapped']} swapped, "
+            f"{order['random_document']} from another document), so the sentence-order task "
+            f"would learn a constant. Expected one sentence per line and a blank line between "
+            f"documents of several sentences, and --max_seq_length="
+            f"{summary['features']['max_seq_length']} large enough for two of them; nothing "
+            f"was written")
+
+
 def build(file_stats, output_counts, options, num_workers, elapsed_seconds, cpu_seconds,
           summary_path):
     """The summary dict: totals first, then per input file and per output file."""

@@ -16,6 +16,7 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf import errors
+from albert_tf.files import input_files
 
 SPLITS = ("train", "dev", "test")
 LEVELS = ("middle", "high")
@@ -83,8 +84,7 @@ def read_articles(data_dir, split, levels=LEVELS):
         layout, paths = level_files(data_dir, split, level)
         logging.info("RACE %s/%s: %d file(s) in the %s layout", split, level, len(paths), layout)
         for path in paths:
-            with tf.io.gfile.GFile(path, "r") as reader:
-                text = reader.read()
+            text = input_files.read_text(path, "RACE file")
             if layout == ALL_IN_ONE_FILE:
                 # Only "\n" ends a line, as the original's `for line in f`; str.splitlines would
                 # also split at U+2028 or U+0085 inside an article.

@@ -2,18 +2,19 @@
 
 A file whose structure is wrong (no `data`, an article without `paragraphs`, a paragraph without
 `context` or `qas`, a question without `id`/`question`) is rejected before anything is built,
-with an error naming the file and the JSON path. Problems with one training question (no answer,
-an `answer_start` that does not point at its `text`) skip that question only; the skip is logged
-with its id and counted in the returned `ReadReport`.
+with an error naming the file and the JSON path, and so is a question id used twice. Problems
+with one training question (no answer, an `answer_start` that does not point at its `text`)
+skip that question only; the skip is logged with its id and counted in the returned
+`ReadReport`.
 """
 
 import dataclasses
 import json
 
-import tensorflow as tf
 from absl import logging
 
 from albert_tf import errors
+from albert_tf.files import input_files
 
 
 class SquadFormatError(errors.UserInputError):
@@ -42,13 +43,11 @@ class ReadReport:
 
 def load_squad_json(input_file):
     """Returns the `data` list of a SQuAD file, naming the file if it is not SQuAD JSON."""
+    text = input_files.read_text(input_file, "SQuAD file")
     try:
-        with tf.io.gfile.GFile(input_file, "r") as reader:
-            dataset = json.load(reader)
+        dataset = json.loads(text)
     except json.JSONDecodeError as error:
         raise SquadFormatError(f"{input_file}: not valid JSON ({error})") from error
-    except tf.errors.NotFoundError as error:
-        raise errors.MissingFileError(f"{input_file}: SQuAD file not found") from error
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise SquadFormatError(
             f"{input_file}: expected a JSON object with a list under \"data\" "
@@ -66,14 +65,22 @@ def _require(input_file, container, key, kind, where):
 
 
 def _check_layout(input_file, articles):
-    """Validates the whole structure first so a bad file never fails half-way through."""
+    """Validates the whole structure first so a bad file never fails half-way through. Ids
+    must be unique: predictions and scores are keyed by id, so two questions sharing one would
+    collapse into one answer, scored against either's gold answers."""
+    first_seen = {}
     for a, article in enumerate(articles):
         for p, paragraph in enumerate(_require(input_file, article, "paragraphs", list,
                                                f"data[{a}]")):
             where = f"data[{a}].paragraphs[{p}]"
             _require(input_file, paragraph, "context", str, where)
             for q, qa in enumerate(_require(input_file, paragraph, "qas", list, where)):
-                _require(input_file, qa, "id", str, f"{where}.qas[{q}]")
+                qas_id = _require(input_file, qa, "id", str, f"{where}.qas[{q}]")
+                if qas_id in first_seen:
+                    raise SquadFormatError(
+                        f"{input_file}: {where}.qas[{q}]: question id {qas_id!r} is used again "
+                        f"(first at {first_seen[qas_id]}); every question needs its own id")
+                first_seen[qas_id] = f"{where}.qas[{q}]"
                 _require(input_file, qa, "question", str, f"{where}.qas[{q}]")
                 answers = qa.get("answers", [])
                 if not isinstance(answers, list) or not all(
@@ -132,3 +139,18 @@ def _add_training_answer(example, qa):
                 f"(the context there reads {found!r})")
     example.start_position, example.orig_answer_text = start, text
     return None
+
+
+def check_version(input_file, flag_name, version_2_with_negative):
+    """SQuAD v1.1 has no unanswerable question: a v2.0 file read without
+    --version_2_with_negative would train the v1.1 heads to point at [CLS] and score its
+    unanswerable questions as misses. Refuses such a file, naming the first one."""
+    if version_2_with_negative or not input_file:
+        return
+    for article in load_squad_json(input_file):
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                if qa.get("is_impossible"):
+                    raise SquadFormatError(
+                        f"{flag_name}={input_file}: question {qa['id']} is unanswerable "
+                        "(is_impossible), a SQuAD v2.0 file; pass --version_2_with_negative")

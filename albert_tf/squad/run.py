@@ -13,6 +13,7 @@ prediction files in `--output_dir` are the best checkpoint's.
 """
 
 import dataclasses
+import math
 import os
 
 import tensorflow as tf
@@ -22,7 +23,7 @@ from albert_tf import checkpoints, errors
 from albert_tf.files import io_utils
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig
-from albert_tf.squad import data, prediction
+from albert_tf.squad import data, prediction, reader
 from albert_tf.squad import task as squad_task
 from albert_tf.training import evaluation, fine_tuning, loop
 from albert_tf.training import flags as training_flags
@@ -65,6 +66,11 @@ class SquadRun:
     length_buckets: str = "auto"
 
     def validate(self, albert_config):
+        for name in ("num_train_epochs", "warmup_proportion", "dropout_prob",
+                     "null_score_diff_threshold"):  # absl's bounds let NaN through
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise errors.UserInputError(f"--{name}={value}: expected a finite number")
         if not (self.do_train or self.do_predict):
             raise errors.UserInputError("At least one of --do_train, --do_predict (or --export_dir) "
                              "must be given")
@@ -110,6 +116,9 @@ def run(options, strategy, training_config):
     """
     albert_config = AlbertConfig.from_json_file(options.albert_config_file)
     options.validate(albert_config)
+    for flag_name in ("train_file",) + (("predict_file",) if options.do_predict else ()):
+        reader.check_version(getattr(options, flag_name), f"--{flag_name}",
+                             options.version_2_with_negative)
     tokenizer = tokenization.FullTokenizer.from_scratch(None, options.do_lower_case,
                                                         options.spm_model_file)
     albert_config.check_vocabulary(len(tokenizer.vocab), options.spm_model_file,

@@ -1,7 +1,10 @@
 """CoNLL-style tagging files: one `token tag` per line, a blank line between sentences.
 
 Extra middle columns (CoNLL-2003 has four) are ignored: the first column is the token, the last
-its tag. `-DOCSTART-` lines are skipped. A split is `<data_dir>/{train,dev,test}.txt`.
+its tag. Every token line of a file must have the same number of columns: a line with another
+count is a file in another layout (a sentence on one line, a stray extra column) whose "tags"
+would be words, so it is refused with its file and line. `-DOCSTART-` lines are skipped. A
+split is `<data_dir>/{train,dev,test}.txt`.
 """
 
 import dataclasses
@@ -10,6 +13,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import errors
+from albert_tf.files import input_files, io_utils
 
 SPLIT_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
@@ -34,23 +38,32 @@ def read_sentences(path):
     if not tf.io.gfile.exists(path):
         raise TaggingDataError(f"{path}: tagging file not found (expected `token tag` lines)")
     sentences, words, tags, first = [], [], [], None
-    with tf.io.gfile.GFile(path) as reader:
-        for number, line in enumerate(reader, start=1):
-            columns = line.split()
-            if columns and columns[0] == "-DOCSTART-":
-                continue
-            if not columns:
-                if words:
-                    sentences.append(Sentence(tuple(words), tuple(tags), first))
-                words, tags = [], []
-                continue
-            if len(columns) < 2:
-                raise TaggingDataError(f"{path}, line {number}: expected 'token tag', got "
-                                       f"{line.rstrip()!r}")
-            if not words:
-                first = number
-            words.append(columns[0])
-            tags.append(columns[-1])
+    layout = None  # (column count, line that set it)
+    for number, line in enumerate(input_files.read_text(path, "tagging file").splitlines(),
+                                  start=1):
+        columns = line.split()
+        if columns and columns[0] == "-DOCSTART-":
+            continue
+        if not columns:
+            if words:
+                sentences.append(Sentence(tuple(words), tuple(tags), first))
+            words, tags = [], []
+            continue
+        if len(columns) < 2:
+            raise TaggingDataError(f"{path}, line {number}: expected 'token tag', got "
+                                   f"{line.rstrip()!r}")
+        if layout is None:
+            layout = (len(columns), number)
+        elif len(columns) != layout[0]:
+            raise TaggingDataError(
+                f"{path}, line {number}: {len(columns)} columns, but line {layout[1]} has "
+                f"{layout[0]}; expected one 'token tag' per line (the same columns on every "
+                f"line, token first, tag last) and a blank line between sentences, got "
+                f"{line.rstrip()[:80]!r}")
+        if not words:
+            first = number
+        words.append(columns[0])
+        tags.append(columns[-1])
     if words:
         sentences.append(Sentence(tuple(words), tuple(tags), first))
     if not sentences:
@@ -69,3 +82,28 @@ def label_list(data_dir):
     if not tags:
         raise TaggingDataError(f"{data_dir}: none of {', '.join(SPLIT_FILES.values())} found")
     return sorted(tags)
+
+
+def write_label_file(path, labels):
+    """Writes the label list beside the checkpoints (`labels.txt`), or checks the one there.
+
+    Output i of a tagging head means the i-th label of the list it was trained with; a data
+    set whose tags changed (one renamed, one added in test.txt) gives another sorted list, and
+    the old checkpoints would name every prediction with the wrong tag. Refused, naming both.
+    """
+    labels = list(labels)
+    if tf.io.gfile.exists(path):
+        stored = input_files.read_text(path, "label file").split()
+        if stored != labels:
+            added = sorted(set(labels) - set(stored))
+            removed = sorted(set(stored) - set(labels))
+            change = (f"added {added}, removed {removed}" if added or removed
+                      else "the same tags in another order")
+            raise TaggingDataError(
+                f"{path}: this output directory's checkpoints were trained with the labels "
+                f"{stored}, the data now gives {labels} ({change}); use the data they were "
+                f"trained on, or another --output_dir")
+        return path
+    io_utils.atomic_write_text(path, "\n".join(labels) + "\n")
+    return path
+

@@ -65,8 +65,7 @@ class TaggingJob(fine_tuning.FineTuningJob):
     def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
         train_file = self.records("train")[0] if do_train else None
         eval_file = self.records("dev")[0] if do_eval else None
-        io_utils.atomic_write_text(os.path.join(self.output_dir, LABELS_FILE),
-                                   "\n".join(self.labels) + "\n")
+        reader.write_label_file(os.path.join(self.output_dir, LABELS_FILE), self.labels)
         task = tagging_task.TaggingTask(self.albert_config, self.labels, self.max_seq_length,
                                         train_file, eval_file, self.length_buckets)
         return loop.Trainer(task, strategy, training_config)

@@ -12,8 +12,9 @@ models were trained on:
   run `preprocess_text` first (as every original script does).
 
 Differences from the original, all deliberate: no log line on every id conversion, clear
-errors naming a missing or unreadable model/vocabulary file, and `preprocess_text` also
-accepts UTF-8 bytes.
+errors naming a missing or unreadable model/vocabulary file (a directory, no read permission,
+bytes that are not UTF-8, a WordPiece vocabulary without [UNK]/[CLS]/[SEP]), and
+`preprocess_text` also accepts UTF-8 bytes.
 """
 
 import collections
@@ -22,6 +23,7 @@ import unicodedata
 import sentencepiece as spm
 
 from albert_tf import errors
+from albert_tf.files import input_files
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -113,19 +115,9 @@ def encode_ids(sp_model, text, sample=False):
 
 
 def _read_file_bytes(path, what):
-    """Reads a local or `gs://`-style file, raising an error that names it and what it is."""
-    path = convert_to_unicode(path)
-    try:
-        if "://" in path:
-            import tensorflow as tf  # Only remote file systems need TensorFlow's gfile.
-            with tf.io.gfile.GFile(path, "rb") as handle:
-                return handle.read()
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError as error:
-        raise errors.MissingFileError(f"{path}: {what} file not found") from error
-    except Exception as error:
-        raise OSError(f"{path}: cannot read {what} file: {error}") from error
+    """Reads a local or `gs://`-style file; a missing, unreadable or directory path is an error
+    naming it and what it is."""
+    return input_files.read_bytes(convert_to_unicode(path), f"{what} file")
 
 
 def read_sp_model_proto(spm_model_file):
@@ -157,7 +149,8 @@ def load_vocab(vocab_file):
     A whitespace-only line stands for the token " ". A token seen again later keeps its first
     id and the repeated line gets no id (ids stay contiguous), as in the original.
     """
-    text = _read_file_bytes(vocab_file, "vocabulary (--vocab_file)").decode("utf-8", "ignore")
+    text = input_files.decode_utf8(_read_file_bytes(vocab_file, "vocabulary (--vocab_file)"),
+                                   vocab_file)  # dropping bad bytes would shift the tokens
     vocab = collections.OrderedDict()
     lines = text.split("\n")
     if lines[-1] == "":
@@ -168,6 +161,20 @@ def load_vocab(vocab_file):
         if token not in vocab:
             vocab[token] = len(vocab)
     return vocab
+
+
+WORDPIECE_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
+
+
+def _check_special_tokens(vocab, vocab_file):
+    """An empty file, or one without the tokens every input uses, would turn each word into
+    [UNK] or fail with a KeyError on the first [CLS]: refuse it, naming what is missing."""
+    missing = [token for token in WORDPIECE_SPECIAL_TOKENS if token not in vocab]
+    if missing:
+        raise errors.UserInputError(
+            f"{vocab_file}: not a WordPiece vocabulary for ALBERT/BERT: "
+            + ("it is empty" if not vocab else f"{len(vocab)} tokens but no {', '.join(missing)}")
+            + f" (expected one token per line including {', '.join(WORDPIECE_SPECIAL_TOKENS)})")
 
 
 def convert_by_vocab(vocab, items):
@@ -328,6 +335,7 @@ class FullTokenizer:
             if not vocab_file:
                 raise ValueError("FullTokenizer needs a vocab_file or an spm_model_file")
             self.vocab = load_vocab(vocab_file)
+            _check_special_tokens(self.vocab, vocab_file)
             self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
             self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
         self.inv_vocab = {v: k for k, v in self.vocab.items()}

@@ -90,7 +90,7 @@ class CheckpointManager:
 
     def restore_model(self, path):
         """Model variables only (evaluation); global_step too when the checkpoint has one."""
-        reader = tf.train.load_checkpoint(path)
+        reader = checkpoints.open_reader(path)
         report = checkpoints.load_into(self.variables_by_name, path)
         if getattr(report, "missing", ()):
             raise errors.UserInputError(

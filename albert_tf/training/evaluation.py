@@ -14,6 +14,7 @@ could poll forever), it ends when the checkpoint at `last_step` has been evaluat
 no new checkpoint appeared for `timeout_seconds`.
 """
 
+import math
 import os
 import time
 
@@ -79,7 +80,12 @@ class CheckpointEvaluator:
                                    f"{self.last_evaluated}:{self.best_step}:{value}\n")
 
     def _improves(self, value):
-        if self.best_value is None:
+        """A NaN or infinite metric (diverged training) is the worst: never model.ckpt-best."""
+        if not math.isfinite(value):
+            logging.warning("%s = %s is not a finite number; the checkpoint is not a candidate "
+                            "for %s (did training diverge?)", self.metric_name, value, BEST_NAME)
+            return False
+        if self.best_value is None or not math.isfinite(self.best_value):
             return True
         return value > self.best_value if self.higher_is_better else value < self.best_value
 
