@@ -50,7 +50,8 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
 
 # SQuAD and tagging heads read the sequence output, so the encoder's pooler (kept: checkpoints
 # carry it) gets no gradient and Keras warns at every trace; a warning about others still shows.
-warnings.filterwarnings("ignore", r"Gradients do not exist for variables \[('[^']*pooler/(kernel|bias)'(, )?)+\] ")
+UNUSED_POOLER_WARNING = r"Gradients do not exist for variables \[('[^']*pooler/(kernel|bias)'(, )?)+\] "
+warnings.filterwarnings("ignore", UNUSED_POOLER_WARNING)
 
 
 class NonFiniteLossError(RuntimeError):
