@@ -200,11 +200,14 @@ def run(input_files, plan, options, beam_pipeline_options, start_time):
     try:
         result = pipeline.run()
         result.wait_until_finish()
+        if result.state != runner_lib.PipelineState.DONE:
+            raise PipelineFailed(f"the Beam pipeline ended in state {result.state}")
     except Exception as error:
+        # The files that did succeed left their temporaries: remove them, as the local run does.
+        outputs.remove_stale_temporaries(plan)
+        if isinstance(error, PipelineFailed):
+            raise
         raise _explained(error) from error
-    state = result.state
-    if state != runner_lib.PipelineState.DONE:
-        raise PipelineFailed(f"the Beam pipeline ended in state {state}")
     _log_counters(result)
     with tf.io.gfile.GFile(plan.summary_path) as reader:
         return json.load(reader)
