@@ -126,7 +126,9 @@ def test_a_killed_pipeline_leaves_no_output_file(real_data, spm_model_file, tmp_
                "--dupe_factor=20", "--max_seq_length=128", "--shuffle_buffer_size=10",
                "--runner=DirectRunner", f"--beam_options={BEAM_OPTIONS}"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), cwd=REPO_ROOT,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                               # Outside the checkout: the Beam workers must still import albert_tf.
+                               cwd=tmp_path,
                                start_new_session=True)  # Its Beam workers are in its group.
     try:
         deadline = time.monotonic() + 180

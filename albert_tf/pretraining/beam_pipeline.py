@@ -30,6 +30,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners import runner as runner_lib
 import tensorflow as tf
 
+import albert_tf
 from albert_tf import cli
 from albert_tf.pretraining import outputs
 from albert_tf.pretraining import producer
@@ -198,8 +199,9 @@ def run(input_files, plan, options, beam_pipeline_options, start_time):
     pipeline = beam.Pipeline(options=beam_pipeline_options)
     build(pipeline, input_files, plan, options, start_time, runner)
     try:
-        result = pipeline.run()
-        result.wait_until_finish()
+        with _package_importable_by_local_workers():
+            result = pipeline.run()
+            result.wait_until_finish()
         if result.state != runner_lib.PipelineState.DONE:
             raise PipelineFailed(f"the Beam pipeline ended in state {result.state}")
     except Exception as error:
@@ -213,6 +215,23 @@ def run(input_files, plan, options, beam_pipeline_options, start_time):
         return json.load(reader)
 
 
+@contextlib.contextmanager
+def _package_importable_by_local_workers():
+    """Worker processes that a runner starts on this machine (the DirectRunner's
+    multi_processing, Prism) must import albert_tf to unpickle the stages, from any current
+    directory: they inherit PYTHONPATH. Remote workers get the package from their image."""
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(albert_tf.__file__)))
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 def _explained(error):
     """The input file's own error (the same message as the local run's) when the failure came
     from one, else the runner's error."""
@@ -220,7 +239,10 @@ def _explained(error):
     start = text.find(_FAILED_MARKER)
     end = text.find(_END_MARKER, start)
     if start < 0 or end < 0:
-        return PipelineFailed(f"the Beam pipeline failed: {type(error).__name__}: {error}")
+        # The runner's text ends with the worker's own error line; the rest is the traceback.
+        lines = [line for line in str(error).splitlines() if line.strip()]
+        return PipelineFailed("the Beam pipeline failed: "
+                              + (lines[-1].strip() if lines else type(error).__name__))
     failure = json.loads(text[start + len(_FAILED_MARKER):end])
     path, message = failure["path"], failure["message"]
     named = message if path in message else f"{path}: {message}"
