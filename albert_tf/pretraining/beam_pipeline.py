@@ -160,7 +160,7 @@ class _Finish(beam.DoFn):
                 counts = {self.plan.outputs[result.file_index]: result.records
                           for result in results}
             else:
-                counts = merge(results, self.plan)
+                counts = _merge(results, self.plan)
         outputs.remove_stale_temporaries(self.plan)  # Left by retried attempts, if any.
         cpu_seconds = sum(result.cpu_seconds for result in results) + (
             time.process_time() - cpu_start)
@@ -172,7 +172,7 @@ class _Finish(beam.DoFn):
         yield summary["instances"]
 
 
-def merge(results, plan):
+def _merge(results, plan):
     """The round-robin outputs from the parts; renamed onto their names only if all succeed."""
     with contextlib.ExitStack() as stack:
         return outputs.merge_round_robin([result.temp_path for result in results],
@@ -181,11 +181,8 @@ def merge(results, plan):
 
 def build(pipeline, input_files, plan, options, start_time, runner):
     """Adds the three stages to `pipeline`."""
-    sizes = [tf.io.gfile.stat(path).length for path in input_files]
-    # Biggest files first, so that no worker is left with a big file at the end.
-    tasks = sorted(enumerate(input_files), key=lambda task: -sizes[task[0]])
     return (pipeline
-            | "InputFiles" >> beam.Create(tasks)
+            | "InputFiles" >> beam.Create(list(enumerate(input_files)))
             | "Spread" >> beam.Reshuffle()
             | "ProduceFiles" >> beam.ParDo(_ProduceFile(options, plan))
             | "Combine" >> beam.combiners.ToList()
