@@ -68,6 +68,16 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
         return _create_on_beam(input_files, plan, options, runner, beam_options, wall_start)
 
 
+def _resources(options):
+    """The per-process resources, built here first so that an unreadable vocabulary fails
+    before any work; logs the note when max_predictions_per_seq caps the masking budget."""
+    resources = producer.Resources(options)
+    note = options.budget_cap_note()
+    if note:
+        logging.warning("%s", note)
+    return resources
+
+
 def _check_runner_flags(runner, num_workers, beam_options):
     if not runner:
         raise cli.UserInputError("--runner is empty: expected 'local' or a Beam runner name "
@@ -87,10 +97,7 @@ def _create_on_beam(input_files, plan, options, runner, beam_options, wall_start
     from albert_tf.pretraining import beam_pipeline
 
     pipeline_options = beam_pipeline.pipeline_options(runner, beam_options)
-    producer.Resources(options)  # Fails early, here, on an unreadable vocabulary.
-    note = options.budget_cap_note()
-    if note:
-        logging.warning("%s", note)
+    _resources(options)  # The workers build their own.
     logging.info("%d input file(s) on the Beam %s, %s output: %s", len(input_files), runner,
                  plan.mode, ", ".join(plan.outputs[:3]) + (", ..." if len(plan.outputs) > 3
                                                            else ""))
@@ -102,10 +109,7 @@ def _create_on_beam(input_files, plan, options, runner, beam_options, wall_start
 
 def _create(input_files, plan, options, num_workers, progress_interval_seconds, start,
             cpu_start):
-    resources = producer.Resources(options)  # Fails early on an unreadable vocabulary.
-    note = options.budget_cap_note()
-    if note:
-        logging.warning("%s", note)
+    resources = _resources(options)
     if num_workers is None:
         num_workers = default_num_workers()
     if num_workers < 1:
