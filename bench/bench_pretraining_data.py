@@ -10,14 +10,17 @@ instances/s for the original script was measured) and end to end, the CPUs the r
 got and instances per CPU-second (steadier than wall time on a shared machine), input MB/s,
 and peak memory sampled every 20 ms: of the whole process tree (sum of PSS, which counts
 shared pages once), of the parent (RSS; it holds TensorFlow for writing TFRecords) and of the
-largest worker (PSS). --num_workers 1 and 2 run in the same invocation so
-their ratio is meaningful on a noisy machine; further runs vary --dupe_factor and the number of
+largest worker (PSS). --num_workers 1 and 2, and the Apache Beam DirectRunner
+(--runner=DirectRunner, multi_processing with 1 and 2 workers), run in the same invocation, one
+after the other, so their ratios are meaningful on a noisy machine; the Beam runs' outputs are
+checked byte for byte against the local ones. Further runs vary --dupe_factor and the number of
 input files to show that memory does not grow with either.
 """
 
 import glob
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,11 +46,19 @@ flags.DEFINE_integer("vocab_size", 30000, "Pieces of the SentencePiece vocabular
 
 
 def _children(pid):
+    """Children of every thread of `pid` (Beam starts its workers from a non-main thread)."""
+    children = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as handle:
-            return [int(p) for p in handle.read().split()]
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children") as handle:
+                children += [int(p) for p in handle.read().split()]
+        except OSError:
+            pass
+    return children
 
 
 def _memory_kib(pid):
@@ -68,10 +79,13 @@ def _memory_kib(pid):
 
 
 def _is_worker(pid):
-    """A worker process (after exec; a child between fork and exec is still the parent)."""
+    """A worker process, local or Beam's (after exec; a child between fork and exec is still
+    the parent)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return b"albert_tf.pretraining.workers" in handle.read()
+            command = handle.read()
+            return (b"albert_tf.pretraining.workers" in command
+                    or b"apache_beam.runners.worker.sdk_worker_main" in command)
     except OSError:
         return False
 
@@ -115,14 +129,20 @@ def _vocabulary(inputs):
     return model
 
 
-def run(label, inputs, model, dupe_factor, num_workers):
+def run(label, inputs, model, dupe_factor, num_workers, beam=False):
     out_dir = os.path.join(FLAGS.work_dir, label)
     shutil.rmtree(out_dir, ignore_errors=True)
     output = os.path.join(out_dir, "train.tfrecord")
     command = [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py"),
                f"--input_file={','.join(inputs)}", f"--output_file={output}",
                f"--spm_model_file={model}", "--max_seq_length=512",
-               f"--dupe_factor={dupe_factor}", f"--num_workers={num_workers}"]
+               f"--dupe_factor={dupe_factor}"]
+    if beam:
+        command += ["--runner=DirectRunner", f"--beam_options=--direct_num_workers={num_workers} "
+                    "--direct_running_mode=multi_processing"]
+    else:
+        command.append(f"--num_workers={num_workers}")
+    cpu_before = _children_cpu_seconds()
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True,
@@ -130,6 +150,7 @@ def run(label, inputs, model, dupe_factor, num_workers):
     memory = TreeMemory(process.pid)
     _, stderr = process.communicate()
     wall = time.monotonic() - start
+    e2e_cpu = _children_cpu_seconds() - cpu_before
     memory.stop()
     if process.returncode != 0:
         raise RuntimeError(f"{label} failed ({process.returncode}):\n{stderr[-3000:]}")
@@ -143,10 +164,18 @@ def run(label, inputs, model, dupe_factor, num_workers):
         "instances_per_cpu_second": summary["instances"] / summary["cpu_seconds"],
         "cpu_share": summary["cpu_seconds"] / summary["elapsed_seconds"],
         "wall_instances_per_second": summary["instances"] / wall,
+        "e2e_instances_per_cpu_second": summary["instances"] / e2e_cpu,
         "input_mb_per_second": summary["input"]["bytes"] / 1e6 / summary["elapsed_seconds"],
         "peak_rss_mib": memory.peak_total / 1024, "parent_rss_mib": memory.peak_parent / 1024,
         "worker_rss_mib": memory.peak_child / 1024, "output": output,
     }
+
+
+def _children_cpu_seconds():
+    """CPU seconds of this process's finished children and theirs (each script run, start-up
+    and every worker included): the one CPU figure measured the same way for both runners."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _outputs(result):
@@ -163,37 +192,47 @@ def main(argv):
     megabytes = sum(os.path.getsize(p) for p in inputs) / 1e6
     print(f"corpus: {len(inputs)} files, {megabytes:.2f} MB; vocabulary: {model}", flush=True)
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores)", flush=True)
-    plan = [("w1-dupe5", inputs, 5, 1), ("w2-dupe5", inputs, 5, 2),
-            ("w2-dupe1", inputs, 1, 2), ("w2-dupe10", inputs, 10, 2),
-            ("w2-dupe5-2files", inputs[:2], 5, 2)]
+    plan = [("w1-dupe5", inputs, 5, 1, False), ("beam-w1-dupe5", inputs, 5, 1, True),
+            ("w2-dupe5", inputs, 5, 2, False), ("beam-w2-dupe5", inputs, 5, 2, True),
+            ("w2-dupe1", inputs, 1, 2, False), ("w2-dupe10", inputs, 10, 2, False),
+            ("beam-w2-dupe10", inputs, 10, 2, True),
+            ("w2-dupe5-2files", inputs[:2], 5, 2, False)]
     results = []
     header = (f"{'run':<16}{'files':>6}{'dupe':>5}{'workers':>8}{'instances':>10}{'inst/s':>8}"
               f"{'x base':>7}{'CPUs used':>10}{'inst/CPU-s':>11}{'e2e inst/s':>11}{'MB/s':>6}"
               f"{'tree PSS':>9}{'parent RSS':>11}{'worker PSS':>11}")
     print(header, flush=True)
-    for label, files, dupe, workers in plan:
-        r = run(label, files, model, dupe, workers)
+    for label, files, dupe, workers, beam in plan:
+        r = run(label, files, model, dupe, workers, beam)
         results.append(r)
         print(f"{r['label']:<16}{r['files']:>6}{r['dupe_factor']:>5}{r['num_workers']:>8}"
               f"{r['instances']:>10}{r['instances_per_second']:>8.0f}"
               f"{r['instances_per_second'] / BASELINE_INSTANCES_PER_SECOND:>7.1f}"
               f"{r['cpu_share']:>10.2f}{r['instances_per_cpu_second']:>11.0f}"
-              f"{r['wall_instances_per_second']:>11.0f}{r['input_mb_per_second']:>6.2f}"
+              f"{r['wall_instances_per_second']:>11.0f}{r['e2e_instances_per_cpu_second']:>12.0f}"
+              f"{r['input_mb_per_second']:>6.2f}"
               f"{r['peak_rss_mib']:>8.0f}M{r['parent_rss_mib']:>10.0f}M"
               f"{r['worker_rss_mib']:>10.0f}M", flush=True)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
-    one, two = results[0], results[1]
-    identical = [open(a, "rb").read() for a in _outputs(one)] == [
-        open(b, "rb").read() for b in _outputs(two)]
+    one, beam_one, two, beam_two = results[:4]
+    expected = [open(path, "rb").read() for path in _outputs(one)]
+    identical = all([open(path, "rb").read() for path in _outputs(other)] == expected
+                    for other in (two, beam_one, beam_two))
     print(f"\nnum_workers 2 vs 1: {two['instances_per_second'] / one['instances_per_second']:.2f}x"
           f" after start-up, {one['wall_seconds'] / two['wall_seconds']:.2f}x end to end, "
           f"{two['instances_per_cpu_second'] / one['instances_per_cpu_second']:.2f}x per CPU-second;"
-          f" outputs byte-identical: {identical}")
+          f" outputs of local 1 and 2 workers and Beam 1 and 2 workers byte-identical: {identical}")
+    for local, beam in ((one, beam_one), (two, beam_two)):
+        print(f"Beam DirectRunner {beam['num_workers']} worker(s) vs local pool: "
+              f"{beam['instances_per_second'] / local['instances_per_second']:.2f}x after start-up,"
+              f" {local['wall_seconds'] / beam['wall_seconds']:.2f}x end to end, "
+              f"{beam['e2e_instances_per_cpu_second'] / local['e2e_instances_per_cpu_second']:.2f}x"
+              " per CPU-second end to end")
     print(f"baseline (original script, issue 3): {BASELINE_INSTANCES_PER_SECOND:.0f} instances/s;"
           f" num_workers=2: {two['instances_per_second'] / BASELINE_INSTANCES_PER_SECOND:.1f}x"
           f" (target 4x)")
     if not identical:
-        sys.exit("num_workers 1 and 2 gave different outputs")
+        sys.exit("num_workers 1 and 2 or the Beam runs gave different outputs")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Raw text files to pretraining TFRecords: the library behind create_pretraining_data.py.
 
-Input files are processed independently, in parallel worker processes, each streaming its
-instances to the parent, which writes them (see `outputs` for the file layout and `producer`
-for determinism and memory). The output is byte-identical for the same inputs and options,
-whatever `num_workers` is.
+Input files are processed independently: with runner "local", in parallel worker processes,
+each streaming its instances to the parent, which writes them; with a Beam runner, by the
+pipeline of `beam_pipeline` (see `outputs` for the file layout and `producer` for determinism
+and memory). The output is byte-identical for the same inputs and options, whatever the
+runner and `num_workers` are.
 """
 
 import os
@@ -14,7 +15,7 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf import errors
-from albert_tf.files import io_utils, output_lock
+from albert_tf.files import output_lock
 
 from albert_tf.pretraining import documents
 from albert_tf.pretraining import file_patterns
@@ -30,15 +31,22 @@ def default_num_workers():
     return len(os.sched_getaffinity(0))
 
 
+LOCAL = "local"
+
+
 def create_pretraining_data(input_file, output_file, options, num_workers=None,
-                            progress_interval_seconds=10.0):
+                            progress_interval_seconds=10.0, runner=LOCAL, beam_options=None):
     """Writes the TFRecords and `<first output>.summary.json`; returns the summary dict.
 
     `input_file`/`output_file` are the flags' comma-separated strings (input items are globs).
+    `runner`: "local" (this machine's worker processes) or a Beam runner name, with
+    `beam_options` its pipeline options as one command-line string.
     """
     start = time.monotonic()
+    wall_start = time.time()
     cpu_start = _cpu_seconds()
     options.validate()
+    _check_runner_flags(runner, num_workers, beam_options)
     input_files = file_patterns.expand(input_file, "--input_file")
     for path in input_files:
         documents.check_not_empty(path)
@@ -50,29 +58,59 @@ def create_pretraining_data(input_file, output_file, options, num_workers=None,
             f"--output_file would overwrite input file(s): {sorted(clashes)}")
     output_dir = os.path.dirname(plan.outputs[0]) or "."
     with output_lock.hold(output_dir, "data"):
-        _remove_stale_outputs(plan, output_dir)
+        removed = outputs.remove_stale_temporaries(plan)  # Safe: we hold the lock.
+        if removed:
+            logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
+                            ", ".join(removed))
         outputs.check_no_mixed_shards(plan)
-        return _create(input_files, plan, options, num_workers, progress_interval_seconds,
-                       start, cpu_start)
+        if runner == LOCAL:
+            return _create(input_files, plan, options, num_workers, progress_interval_seconds,
+                           start, cpu_start)
+        return _create_on_beam(input_files, plan, options, runner, beam_options, wall_start)
 
 
-def _remove_stale_outputs(plan, output_dir):
-    """Temporaries of these outputs left by a killed run (safe: we hold the lock)."""
-    names = {os.path.basename(path) for path in plan.outputs + [plan.summary_path]}
-    parts = os.path.basename(plan.outputs[0]) + ".part-"  # round-robin staging files
-    removed = io_utils.remove_stale_temporaries(
-        output_dir, belongs=lambda name: name in names or name.startswith(parts))
-    if removed:
-        logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
-                        ", ".join(removed))
+def _resources(options):
+    """The per-process resources, built here first so that an unreadable vocabulary fails
+    before any work; logs the note when max_predictions_per_seq caps the masking budget."""
+    resources = producer.Resources(options)
+    note = options.budget_cap_note()
+    if note:
+        logging.warning("%s", note)
+    return resources
+
+
+def _check_runner_flags(runner, num_workers, beam_options):
+    if not runner:
+        raise errors.UserInputError("--runner is empty: expected 'local' or a Beam runner name "
+                                 "such as DirectRunner or DataflowRunner")
+    if runner == LOCAL and beam_options:
+        raise errors.UserInputError(f"--beam_options={beam_options!r} needs a Beam --runner "
+                                 "(e.g. --runner=DirectRunner); --runner=local ignores it")
+    if runner != LOCAL and num_workers is not None:
+        raise errors.UserInputError(
+            f"--num_workers={num_workers} is for --runner=local; on --runner={runner} the "
+            "runner's own options set the workers, e.g. --beam_options='--direct_num_workers=2 "
+            "--direct_running_mode=multi_processing' for the DirectRunner")
+
+
+def _create_on_beam(input_files, plan, options, runner, beam_options, wall_start):
+    # Imported here: Apache Beam takes seconds to import and the local path does not need it.
+    from albert_tf.pretraining import beam_pipeline
+
+    pipeline_options = beam_pipeline.pipeline_options(runner, beam_options)
+    _resources(options)  # The workers build their own.
+    logging.info("%d input file(s) on the Beam %s, %s output: %s", len(input_files), runner,
+                 plan.mode, ", ".join(plan.outputs[:3]) + (", ..." if len(plan.outputs) > 3
+                                                           else ""))
+    summary = beam_pipeline.run(input_files, plan, options, pipeline_options, wall_start)
+    _warn_about_truncation(summary)
+    _log_summary(summary, plan.summary_path)
+    return summary
 
 
 def _create(input_files, plan, options, num_workers, progress_interval_seconds, start,
             cpu_start):
-    resources = producer.Resources(options)  # Fails early on an unreadable vocabulary.
-    note = options.budget_cap_note()
-    if note:
-        logging.warning("%s", note)
+    resources = _resources(options)
     if num_workers is None:
         num_workers = default_num_workers()
     if num_workers < 1:
@@ -87,7 +125,7 @@ def _create(input_files, plan, options, num_workers, progress_interval_seconds, 
     tasks = sorted(enumerate(input_files), key=lambda task: -sizes[task[0]])
     tracker = progress_lib.Progress(sizes, progress_interval_seconds)
     file_stats = [None] * len(input_files)
-    with outputs.OutputWriter(plan, len(input_files)) as writer, \
+    with outputs.OutputWriter(plan) as writer, \
             workers.run(tasks, options, num_workers, resources) as pool:
         for event in pool.events():
             if event[0] == "chunk":

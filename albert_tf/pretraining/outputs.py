@@ -58,7 +58,8 @@ def plan_outputs(output_file, num_inputs):
                                   for i in range(num_inputs)], summary_path)
 
 
-def _scratch_name(path):
+def scratch_name(path):
+    """A hidden temporary name beside `path` that a later run's stale-file sweep recognises."""
     directory, base = os.path.split(path)
     return os.path.join(directory,
                         f".{base}{io_utils.TEMP_MARKER}{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -90,7 +91,17 @@ def check_no_mixed_shards(plan):
             "them or choose another --output_file")
 
 
-def _remove_if_exists(path):
+def remove_stale_temporaries(plan):
+    """Removes the temporaries of this plan's outputs that a killed (or retried) writer left and
+    returns their paths; only safe while no other run writes these outputs."""
+    directory = os.path.dirname(plan.outputs[0]) or "."
+    names = {os.path.basename(path) for path in plan.outputs + [plan.summary_path]}
+    parts = os.path.basename(plan.outputs[0]) + ".part-"  # Round-robin staging files.
+    return io_utils.remove_stale_temporaries(
+        directory, belongs=lambda name: name in names or name.startswith(parts))
+
+
+def remove_if_exists(path):
     if tf.io.gfile.exists(path):
         tf.io.gfile.remove(path)
 
@@ -98,9 +109,8 @@ def _remove_if_exists(path):
 class OutputWriter:
     """Receives each input file's records in order; a clean exit renames every output."""
 
-    def __init__(self, plan, num_inputs):
+    def __init__(self, plan):
         self.plan = plan
-        self.num_inputs = num_inputs
         self.counts = {}  # final output path -> records written
 
     def __enter__(self):
@@ -143,40 +153,51 @@ class OutputWriter:
         if self.plan.mode == PER_INPUT:
             temp = self._stack.enter_context(io_utils.atomic_path(self.plan.outputs[file_index]))
         else:
-            first = self.plan.outputs[0]
-            tf.io.gfile.makedirs(os.path.dirname(first) or ".")
-            temp = _scratch_name(f"{first}.part-{file_index:05d}")
-            self._stack.callback(_remove_if_exists, temp)
+            tf.io.gfile.makedirs(os.path.dirname(self.plan.outputs[0]) or ".")
+            temp = part_path(self.plan, file_index)
+            self._stack.callback(remove_if_exists, temp)
         self._temps[file_index] = temp
         return temp
 
     def _merge_round_robin(self):
-        outputs = self.plan.outputs
-        _allow_open_files(self.num_inputs + len(outputs) + 16)
-        counts = [0] * len(outputs)
-        with contextlib.ExitStack() as files:
-            targets = [files.enter_context(tf.io.gfile.GFile(
-                self._stack.enter_context(io_utils.atomic_path(path)), "wb")) for path in outputs]
-            streams = [records.read_frames(files.enter_context(
-                tf.io.gfile.GFile(self._temps[i], "rb"))) for i in sorted(self._temps)]
-            written = 0
-            while streams:
-                still_open = []
-                for stream in streams:
-                    frame = next(stream, None)
-                    if frame is not None:
-                        targets[written % len(outputs)].write(frame)
-                        counts[written % len(outputs)] += 1
-                        written += 1
-                        still_open.append(stream)
-                streams = still_open
-            if written < len(outputs):
-                # Raised inside the exit stack: every output is removed, none half-written.
-                raise errors.UserInputError(
-                    f"--output_file lists {len(outputs)} files but the input made only "
-                    f"{written} instances; list at most {written} files (or one, with several "
-                    "input files, for one output per input)")
-        self.counts = dict(zip(outputs, counts))
+        parts = [self._temps[i] for i in sorted(self._temps)]
+        self.counts = merge_round_robin(parts, self.plan.outputs, self._stack)
+
+
+def part_path(plan, file_index):
+    """A hidden scratch path for one input file's stream in round-robin mode."""
+    return scratch_name(f"{plan.outputs[0]}.part-{file_index:05d}")
+
+
+def merge_round_robin(parts, outputs, stack):
+    """Interleaves the part files (in input order) one record at a time into `outputs`, record
+    g to output g mod M; returns {output: records}. Each output is written under a temporary
+    name that `stack` renames onto the output when it closes cleanly (removes otherwise)."""
+    _allow_open_files(len(parts) + len(outputs) + 16)
+    counts = [0] * len(outputs)
+    with contextlib.ExitStack() as files:
+        targets = [files.enter_context(tf.io.gfile.GFile(
+            stack.enter_context(io_utils.atomic_path(path)), "wb")) for path in outputs]
+        streams = [records.read_frames(files.enter_context(tf.io.gfile.GFile(part, "rb")))
+                   for part in parts]
+        written = 0
+        while streams:
+            still_open = []
+            for stream in streams:
+                frame = next(stream, None)
+                if frame is not None:
+                    targets[written % len(outputs)].write(frame)
+                    counts[written % len(outputs)] += 1
+                    written += 1
+                    still_open.append(stream)
+            streams = still_open
+        if written < len(outputs):
+            # Raised inside the exit stack: every output is removed, none half-written.
+            raise errors.UserInputError(
+                f"--output_file lists {len(outputs)} files but the input made only "
+                f"{written} instances; list at most {written} files (or one, with several "
+                "input files, for one output per input)")
+    return dict(zip(outputs, counts))
 
 
 def _allow_open_files(needed):

@@ -42,8 +42,9 @@ def one_class_problem(summary):
 
 
 def build(file_stats, output_counts, options, num_workers, elapsed_seconds, cpu_seconds,
-          summary_path):
-    """The summary dict: totals first, then per input file and per output file."""
+          summary_path, runner="local"):
+    """The summary dict: totals first, then per input file and per output file.
+    `num_workers` is None on a Beam runner (the runner decides)."""
     def total(name):
         return sum(getattr(stats, name) for stats in file_stats)
 
@@ -99,6 +100,7 @@ def build(file_stats, output_counts, options, num_workers, elapsed_seconds, cpu_
         "output_files": {os.path.relpath(path, summary_dir or "."): count
                          for path, count in sorted(output_counts.items())},
         "options": dataclasses.asdict(options),
+        "runner": runner,
         "num_workers": num_workers,
         "elapsed_seconds": round(elapsed_seconds, 3),
         # CPU time of the run and its workers: on a shared machine, instances per CPU-second is

@@ -4,9 +4,13 @@
       --output_file=data/pretrain.tfrecord --spm_model_file=30k-clean.model \\
       --max_seq_length=512 --max_predictions_per_seq=20 --dupe_factor=5
 
-The original's flags, defaults and meanings, plus --num_workers and --shuffle_buffer_size.
---vocab_file is only needed without --spm_model_file. The output is byte-identical for the
-same inputs and flags whatever --num_workers is; `<first output>.summary.json` has the counts.
+The original's flags, defaults and meanings, plus --num_workers, --shuffle_buffer_size,
+--runner and --beam_options. --vocab_file is only needed without --spm_model_file. The output
+is byte-identical for the same inputs and flags whatever --num_workers or the runner is;
+`<first output>.summary.json` has the counts. On Apache Beam (e.g. Dataflow):
+
+  python create_pretraining_data.py ... --runner=DirectRunner \
+      --beam_options="--direct_num_workers=2 --direct_running_mode=multi_processing"
 """
 
 from absl import flags
@@ -53,6 +57,13 @@ def define_flags(flag_values):
                  "than the maximum length.", lower_bound=0, upper_bound=1)
     define.integer("num_workers", None, "Worker processes (input files are processed in "
                    "parallel); default: all cores. The output does not depend on it.", lower_bound=1)
+    define.string("runner", "local", "'local': worker processes on this machine "
+                  "(--num_workers). Or an Apache Beam runner (DirectRunner, DataflowRunner, "
+                  "FlinkRunner, SparkRunner, PrismRunner, ...): the same output files, byte "
+                  "for byte; see docs/pretraining_data.md.")
+    define.string("beam_options", None, "With a Beam --runner: its pipeline options as one "
+                  "string, e.g. \"--direct_num_workers=2 --direct_running_mode=multi_processing\" "
+                  "or \"--project=P --region=R --temp_location=gs://B/tmp\" for Dataflow.")
     define.integer("shuffle_buffer_size", 10000, "Instances per input file held to shuffle "
                    "the output order (the original held and shuffled all of them).", lower_bound=1)
     flags.mark_flag_as_required("input_file", flag_values=flag_values)
@@ -63,7 +74,9 @@ def run(flag_values):
     """The whole script on parsed flags."""
     options = cli.dataclass_from_flags(options_lib.DataOptions, flag_values)
     create_data.create_pretraining_data(flag_values.input_file, flag_values.output_file, options,
-                                        num_workers=flag_values.num_workers)
+                                        num_workers=flag_values.num_workers,
+                                        runner=flag_values.runner,
+                                        beam_options=flag_values.beam_options)
 
 
 def entry():
