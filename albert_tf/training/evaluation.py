@@ -90,6 +90,12 @@ class CheckpointEvaluator:
     def _finished(self):
         return self.last_step is not None and self.last_evaluated >= self.last_step
 
+    def evaluate_if_new(self, step, prefix):
+        """Evaluates the checkpoint unless a step at or after it was evaluated already (the
+        trainer's `on_checkpoint` hook)."""
+        if step > self.last_evaluated:
+            self.evaluate_checkpoint(step, prefix)
+
     def evaluate_checkpoint(self, step, prefix):
         with output_lock.hold(self.directory, "eval"):
             return self._evaluate_checkpoint(step, prefix)
@@ -169,23 +175,6 @@ def best_or_latest_checkpoint(output_dir, error_class, eval_split="dev set"):
     return latest
 
 
-class _EvaluateOnSave:
-    """Wraps the trainer's checkpoint manager: every saved checkpoint is evaluated at once."""
-
-    def __init__(self, manager, evaluator):
-        self._manager = manager
-        self._evaluator = evaluator
-
-    def __getattr__(self, name):
-        return getattr(self._manager, name)
-
-    def save(self, step):
-        prefix = self._manager.save(step)
-        if step > self._evaluator.last_evaluated:
-            self._evaluator.evaluate_checkpoint(step, prefix)
-        return prefix
-
-
 def train_and_evaluate(trainer, directory, evaluate_fn, do_train, do_eval, eval_timeout_secs,
                        poll_seconds):
     """Trains (`do_train`) and/or evaluates every checkpoint (`do_eval`) by the task's metric.
@@ -200,10 +189,10 @@ def train_and_evaluate(trainer, directory, evaluate_fn, do_train, do_eval, eval_
             last_step=trainer.config.num_train_steps,
             poll_seconds=poll_seconds, timeout_seconds=eval_timeout_secs)
     if do_train:
-        if evaluator is not None:
-            for step, prefix in list_checkpoints(directory):
-                if step > evaluator.last_evaluated:  # left by an interrupted run
-                    evaluator.evaluate_checkpoint(step, prefix)
-            trainer.checkpoints = _EvaluateOnSave(trainer.checkpoints, evaluator)
-        trainer.train()
+        if evaluator is None:
+            trainer.train()
+        else:
+            for step, prefix in list_checkpoints(directory):  # left by an interrupted run
+                evaluator.evaluate_if_new(step, prefix)
+            trainer.train(on_checkpoint=evaluator.evaluate_if_new)
     return evaluator.run() if evaluator is not None else None

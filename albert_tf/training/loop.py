@@ -260,21 +260,24 @@ class Trainer:
                 f"checkpoint is {self.checkpoints.latest_checkpoint()}")
         return float(loss_sum) / num_steps
 
-    def train(self):
+    def train(self, on_checkpoint=None):
         """Trains to num_train_steps; returns the last loop's logged scalars.
 
-        The chief holds the output directory's `train` lock throughout (a second trainer on it
-        is refused) and first removes the temporary files a killed run left there."""
+        `on_checkpoint(step, path)`, if given, runs after each checkpoint is written (before
+        training goes on, so before `keep_checkpoint_max` can prune it): the fine-tuning flow
+        scores every checkpoint this way. The chief holds the output directory's `train` lock
+        throughout (a second trainer on it is refused) and first removes the temporary files a
+        killed run left there."""
         if not self.is_chief:
-            return self._train()
+            return self._train(on_checkpoint)
         with output_lock.hold(self.config.output_dir, "train"):
             removed = io_utils.remove_stale_temporaries(self.config.output_dir)
             if removed:
                 logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
                                 ", ".join(removed))
-            return self._train()
+            return self._train(on_checkpoint)
 
-    def _train(self):
+    def _train(self, on_checkpoint):
         config = self.config
         start_step = self.restore_or_initialize()
         if start_step >= config.num_train_steps:
@@ -296,6 +299,8 @@ class Trainer:
             if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
                 path = self.checkpoints.save(step)
                 logging.info("Saved %s", path)
+                if on_checkpoint is not None:
+                    on_checkpoint(step, path)
         return scalars
 
     def _loop_scalars(self, mean_loss, num_steps, elapsed):
