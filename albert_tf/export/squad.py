@@ -40,6 +40,7 @@ from albert_tf.text import tf_tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.export import versioned
 from albert_tf.modeling import squad_heads
+from albert_tf.training import length_buckets
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
@@ -66,11 +67,12 @@ def model_outputs(model, version_2_with_negative, input_ids, input_mask, segment
 
 
 def load_squad_model(albert_config, checkpoint_path, version_2_with_negative, start_n_top=5,
-                     end_n_top=5, use_einsum=True):
-    """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint."""
+                     end_n_top=5, use_einsum=True, skip_padding=False):
+    """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint;
+    `skip_padding`: the served batching's (`Batching.served`; v2 only)."""
     model = squad_heads.build_squad_model(albert_config, version_2_with_negative, start_n_top,
                                           end_n_top, use_einsum=use_einsum,
-                                          skip_padding=version_2_with_negative)
+                                          skip_padding=skip_padding)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               f"a fine-tuned SQuAD {'v2' if version_2_with_negative else 'v1'} "
                               "checkpoint")
@@ -245,13 +247,15 @@ def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_t
 
 
 def export_from_checkpoint(options, checkpoint_path, export_dir, null_threshold=None,
-                           include_text=True):
-    """Exports the model of a `squad.run.SquadRun`; returns {"saved_model", "tflite"}.
+                           include_text=True, batching=length_buckets.PADDED):
+    """Exports the model of a `squad.run.SquadRun`, batched as its run (`batching`, served:
+    `Batching.served`); returns {"saved_model", "tflite"}.
     `include_text=False` leaves out the raw-text `answer` signature, the only one with
     tensorflow_text's custom ops, so stock TF Serving can load the SavedModel."""
     albert_config = AlbertConfig.from_json_file(options.albert_config_file)
     model = load_squad_model(albert_config, checkpoint_path, options.version_2_with_negative,
-                             options.start_n_top, options.end_n_top, options.use_einsum)
+                             options.start_n_top, options.end_n_top, options.use_einsum,
+                             batching.served().skip_padding)
     tokenizer = None
     if options.spm_model_file and include_text:
         tokenizer = tf_tokenization.InGraphTokenizer(options.spm_model_file,

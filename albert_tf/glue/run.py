@@ -45,7 +45,7 @@ class ClassifierJob(fine_tuning.FineTuningJob):
 
     def __init__(self, task_name, data_dir, output_dir, albert_config, max_seq_length,
                  spm_model_file=None, vocab_file=None, do_lower_case=True, cached_dir=None,
-                 length_buckets=None):
+                 batching=length_buckets_lib.PADDED):
         self.processor = processors.get_processor(task_name, use_spm=bool(spm_model_file),
                                                   do_lower_case=do_lower_case)
         self.task_name = task_name.lower()
@@ -68,7 +68,7 @@ class ClassifierJob(fine_tuning.FineTuningJob):
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.cached_dir = cached_dir or output_dir
-        self.length_buckets = length_buckets
+        self.batching = batching
         self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
         albert_config.check_vocabulary(len(self.tokenizer.vocab), spm_model_file or vocab_file)
         self.label_list = self.processor.get_labels()
@@ -97,7 +97,7 @@ class ClassifierJob(fine_tuning.FineTuningJob):
             logging.info("Evaluating on %d examples", len(examples))
         task = glue_task.ClassifierTask(self.albert_config, self.task_name, self.num_labels,
                                         self.max_seq_length, train_file, eval_file,
-                                        length_buckets=self.length_buckets)
+                                        batching=self.batching)
         return loop.Trainer(task, strategy, training_config)
 
     def evaluate(self, trainer, checkpoint_path, batch_size):
@@ -117,10 +117,9 @@ class ClassifierJob(fine_tuning.FineTuningJob):
         checkpoint = self.best_checkpoint()
         trainer.checkpoints.restore_model(checkpoint)
         predict_file, examples = self.records("test")
-        dataset = length_buckets_lib.trim_dataset(
+        dataset = self.batching.trim(
             features.make_dataset(predict_file, self.max_seq_length, self.task_name, batch_size,
-                                  is_training=False),
-            self.length_buckets, self.max_seq_length)
+                                  is_training=False), self.max_seq_length)
         arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
                                           trainer.strategy, what=f"Predicting {predict_file}")
         if len(arrays["predictions"]) != len(examples):

@@ -18,7 +18,6 @@ from albert_tf.glue import features, metrics
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import prediction
-from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
 CLASSIFIER_DROPOUT = 0.1  # hard-coded in the original (keep_prob 0.9)
@@ -47,9 +46,8 @@ class ClassifierTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, task_name, num_labels, max_seq_length, train_file=None,
-                 eval_file=None, shuffle_buffer=100, length_buckets=None):
-        """`length_buckets`: trim each batch to one of these lengths (see
-        `training.length_buckets`); None pads to max_seq_length as the original."""
+                 eval_file=None, shuffle_buffer=100, batching=length_buckets_lib.PADDED):
+        """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
         self.albert_config = albert_config
         self.task_name = task_name.lower()
         self.num_labels = num_labels
@@ -57,15 +55,14 @@ class ClassifierTask(task_lib.Task):
         self.train_file = train_file
         self.eval_file = eval_file
         self.shuffle_buffer = shuffle_buffer
-        self.length_buckets = length_buckets
+        self.batching = batching
         self.regression = features.is_regression(self.task_name)
         self.eval_metric_name = metrics.selection_metric(self.task_name)
 
     def build_model(self, strategy):
         return classifier.AlbertClassifier(
             self.albert_config, self.num_labels, dropout_rate=CLASSIFIER_DROPOUT,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
+            **self.batching.encoder_options)
 
     def _records(self, path, input_context):
         dataset = tf.data.TFRecordDataset(path)
@@ -84,15 +81,14 @@ class ClassifierTask(task_lib.Task):
             raise ValueError("ClassifierTask has no train_file")
         dataset = self._records(self.train_file, input_context).repeat().shuffle(self.shuffle_buffer)
         examples = self._parsed(dataset, batch_size, drop_remainder=True).unbatch()
-        return length_buckets_lib.group_batches(examples, batch_size, self.length_buckets,
-                                                self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+        return self.batching.train_batches(examples, batch_size,
+                                           self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
             raise ValueError("ClassifierTask has no eval_file")
         dataset = self._parsed(self._records(self.eval_file, input_context), batch_size, False)
-        return length_buckets_lib.trim_dataset(dataset, self.length_buckets,
-                                               self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+        return self.batching.trim(dataset, self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def per_example_loss(self, features_, outputs):
         return per_example_loss(outputs["logits"], features_["label_ids"], self.regression)

@@ -30,6 +30,7 @@ from albert_tf.text import tokenization
 from albert_tf.race import features, metrics, prepare, reader
 from albert_tf.race import task as race_task
 from albert_tf.training import evaluation, fine_tuning, loop
+from albert_tf.training import length_buckets as length_buckets_lib
 
 PREDICT_RESULTS = "predict_results.txt"
 TEST_PREDICTIONS = "test_predictions.tsv"
@@ -53,7 +54,7 @@ class RaceJob(fine_tuning.FineTuningJob):
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, max_qa_length,
                  levels=reader.LEVELS, spm_model_file=None, vocab_file=None, do_lower_case=True,
                  dropout_prob=0.1, train_file=None, eval_file=None, predict_file=None,
-                 length_buckets=None):
+                 batching=length_buckets_lib.PADDED):
         if max_seq_length > albert_config.max_position_embeddings:
             raise RaceFlagError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings "
@@ -73,7 +74,7 @@ class RaceJob(fine_tuning.FineTuningJob):
         self.max_seq_length = max_seq_length
         self.levels = tuple(levels)
         self.dropout_prob = dropout_prob
-        self.length_buckets = length_buckets
+        self.batching = batching
         self.requested = {"train": train_file, "dev": eval_file, "test": predict_file}
         self._predictor = None
         self.settings = prepare.CacheSettings(
@@ -89,7 +90,7 @@ class RaceJob(fine_tuning.FineTuningJob):
         """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
         task = race_task.RaceTask(
             self.albert_config, self.max_seq_length, self.levels, self.dropout_prob,
-            length_buckets=self.length_buckets,
+            batching=self.batching,
             train_file=self.cache("train") if do_train else None,
             eval_file=self.cache("dev") if do_eval else None)
         return loop.Trainer(task, strategy, training_config)

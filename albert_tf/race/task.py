@@ -15,7 +15,6 @@ from albert_tf.modeling import multiple_choice
 from albert_tf.race import cache, reader
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import prediction
-from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
 TRAIN_SHUFFLE_BUFFER = 1000  # serialized records; the original shuffled 100 parsed ones
@@ -60,22 +59,20 @@ class RaceTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
-                 train_file=None, eval_file=None, length_buckets=None):
-        """`length_buckets`: trim each batch to one of these lengths (see
-        `training.length_buckets`); None pads to max_seq_length as the original."""
+                 train_file=None, eval_file=None, batching=length_buckets_lib.PADDED):
+        """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
         self.albert_config = albert_config
         self.max_seq_length = max_seq_length
         self.levels = tuple(level for level in reader.LEVELS if level in levels)
         self.dropout_prob = dropout_prob
         self.train_file = train_file
         self.eval_file = eval_file
-        self.length_buckets = length_buckets
+        self.batching = batching
 
     def build_model(self, strategy):
         return multiple_choice.AlbertMultipleChoice(
             self.albert_config, num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
+            **self.batching.encoder_options)
 
     def _records(self, path, input_context, with_index=False):
         dataset = tf.data.TFRecordDataset(path)
@@ -98,8 +95,8 @@ class RaceTask(task_lib.Task):
         dataset = self._records(self.train_file, input_context).repeat()
         examples = dataset.shuffle(TRAIN_SHUFFLE_BUFFER).map(
             self._parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return length_buckets_lib.group_batches(examples, batch_size, self.length_buckets,
-                                                self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+        return self.batching.train_batches(examples, batch_size,
+                                           self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
@@ -118,7 +115,7 @@ class RaceTask(task_lib.Task):
         return self._trimmed(batches).prefetch(tf.data.AUTOTUNE)
 
     def _trimmed(self, batches):
-        return length_buckets_lib.trim_dataset(batches, self.length_buckets, self.max_seq_length)
+        return self.batching.trim(batches, self.max_seq_length)
 
     def per_example_loss(self, features, outputs):
         losses = multiple_choice.per_example_loss(features["label_ids"], outputs["logits"])

@@ -105,11 +105,13 @@ def run(flag_values):
         raise app.UsageError("At least one of `do_train`, `do_predict` or `export_dir` must "
                              "be specified.")
     options = run_options(flag_values)
+    strategy = training_flags.strategy_from_flags(flag_values)
+    batching = training_flags.batching_from_flags(flag_values, strategy,
+                                                  squad_run.keep_padding(options))
     results = None
     if options.do_train or options.do_predict:
-        results = squad_run.run(options, training_flags.strategy_from_flags(flag_values),
-                             training_flags.training_config_from_flags(
-                                 flag_values, num_train_steps=1, num_warmup_steps=0))
+        results = squad_run.run(options, strategy, training_flags.training_config_from_flags(
+            flag_values, num_train_steps=1, num_warmup_steps=0), batching)
     if flag_values.export_dir:
         from albert_tf.export import squad as squad_export
         threshold = options.null_score_diff_threshold
@@ -117,7 +119,7 @@ def run(flag_values):
             threshold = results.get("null_score_diff_threshold")
         paths = squad_export.export_from_checkpoint(
             options, _export_checkpoint(options), flag_values.export_dir, threshold,
-            include_text=flag_values.export_raw_text)
+            include_text=flag_values.export_raw_text, batching=batching)
         logging.info("Exported %s", paths)
     return results
 

@@ -34,10 +34,10 @@ class SquadEvaluator:
 
     def __init__(self, predict_set, version_2_with_negative, max_seq_length, batch_size,
                  n_best_size=20, max_answer_length=30, start_n_top=5, end_n_top=5,
-                 threshold_set=None, fixed_threshold=None, strategy=None, length_buckets=None):
-        """`strategy`: the model's (each batch is split over its replicas); `length_buckets`:
-        trim batches to a bucket length (`training.length_buckets`; v2 only, whose heads mask
-        padding out, so the results are those of the padded batches)."""
+                 threshold_set=None, fixed_threshold=None, strategy=None,
+                 batching=length_buckets_lib.PADDED):
+        """`strategy`: the model's (each batch is split over its replicas); `batching`: the
+        run's `training.length_buckets.Batching`."""
         self.predict_set, self.threshold_set = predict_set, threshold_set
         self.version_2 = version_2_with_negative
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
@@ -45,16 +45,13 @@ class SquadEvaluator:
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.fixed_threshold = fixed_threshold
         self.strategy = strategy
-        if length_buckets is not None and not version_2_with_negative:
-            raise ValueError("length buckets need SQuAD v2's masked heads")
-        self.length_buckets = length_buckets
+        self.batching = batching
 
     def raw_results(self, model, predict_set):
         """RawResultV1/V2 for every window of `predict_set`, in record order."""
-        dataset = length_buckets_lib.trim_dataset(
+        dataset = self.batching.trim(
             records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
-                                     False).batch(self.batch_size),
-            self.length_buckets, self.max_seq_length)
+                                     False).batch(self.batch_size), self.max_seq_length)
 
         def replica_fn(batch):
             outputs = model({k: batch[k] for k in MODEL_INPUTS}, training=False)

@@ -25,7 +25,6 @@ from albert_tf.config import AlbertConfig
 from albert_tf.squad import data, prediction
 from albert_tf.squad import task as squad_task
 from albert_tf.training import evaluation, fine_tuning, loop
-from albert_tf.training import flags as training_flags
 
 
 @dataclasses.dataclass
@@ -102,11 +101,17 @@ def num_train_steps(num_examples, train_batch_size, num_train_epochs):
     return int(num_examples / train_batch_size * num_train_epochs)
 
 
-def run(options, strategy, training_config):
+def keep_padding(options):
+    """Why the run's model needs batches padded to max_seq_length (v1.1), or None (v2)."""
+    return None if options.version_2_with_negative else squad_task.KEEP_PADDING_V1
+
+
+def run(options, strategy, training_config, batching):
     """Trains and/or evaluates; returns the final results of the best checkpoint (or None).
 
     `training_config`: a `loop.TrainingConfig` from the shared flags whose step counts are
-    replaced here (`num_train_steps`, `num_warmup_steps` follow from the train file).
+    replaced here (`num_train_steps`, `num_warmup_steps` follow from the train file);
+    `batching`: the run's `length_buckets.Batching`.
     """
     albert_config = AlbertConfig.from_json_file(options.albert_config_file)
     options.validate(albert_config)
@@ -135,11 +140,10 @@ def run(options, strategy, training_config):
                              f"{training_config.train_batch_size} gives no training step")
         logging.info("num_train_steps = %d (%d examples)", total_steps, num_examples)
 
-    buckets = _length_buckets(options, strategy)
     task = squad_task.SquadTask(
         albert_config, options.version_2_with_negative, options.max_seq_length,
         train_records.record_file if train_records else None, options.start_n_top,
-        options.end_n_top, options.dropout_prob, options.use_einsum, buckets)
+        options.end_n_top, options.dropout_prob, options.use_einsum, batching)
     config = dataclasses.replace(
         training_config, output_dir=options.output_dir, init_checkpoint=options.init_checkpoint,
         num_train_steps=total_steps or 1,
@@ -148,26 +152,11 @@ def run(options, strategy, training_config):
     if not options.do_predict:
         trainer.train()
         return None
-    return evaluate_checkpoints(trainer, _evaluator(options, tokenizer, strategy, buckets),
+    return evaluate_checkpoints(trainer, _evaluator(options, tokenizer, strategy, batching),
                                 options, total_steps)
 
 
-def _length_buckets(options, strategy):
-    """v2 trims batches to a bucket length (`training.length_buckets`); v1 pads fully: its
-    heads score padding positions as the original's did, so trimming would change its loss
-    and n-best lists."""
-    if options.version_2_with_negative:
-        return training_flags.resolve_length_buckets(options.length_buckets,
-                                                     options.max_seq_length, strategy)
-    if options.length_buckets.strip().lower() not in ("auto", "off", "none", "false", "0"):
-        raise errors.UserInputError(
-            f"--length_buckets={options.length_buckets}: SQuAD v1.1's heads score padding "
-            "positions (as the original's), so trimmed batches would change its loss and "
-            "answers; length buckets need --version_2_with_negative")
-    return None
-
-
-def _evaluator(options, tokenizer, strategy, buckets):
+def _evaluator(options, tokenizer, strategy, batching):
     def prepare(input_file, name, record_flag=None, side_flag=None):
         return data.prepare_predict_set(
             input_file, tokenizer, options.spm_model_file, options.feature_options,
@@ -181,7 +170,7 @@ def _evaluator(options, tokenizer, strategy, buckets):
         predict_set, options.version_2_with_negative, options.max_seq_length,
         options.predict_batch_size, options.n_best_size, options.max_answer_length,
         options.start_n_top, options.end_n_top, threshold_set,
-        options.null_score_diff_threshold, strategy, buckets)
+        options.null_score_diff_threshold, strategy, batching)
 
 
 def evaluate_checkpoints(trainer, evaluator, options, last_step):

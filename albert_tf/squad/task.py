@@ -8,10 +8,12 @@ and running the official scoring (`squad.prediction.SquadEvaluator`), so the tas
 from albert_tf.modeling import squad_heads
 from albert_tf.squad import records
 from albert_tf.training import length_buckets as length_buckets_lib
-from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
 TRAIN_SHUFFLE_BUFFER = 100  # the original's d.shuffle(buffer_size=100)
+KEEP_PADDING_V1 = ("SQuAD v1.1's heads score padding positions (as the original's), so trimmed "
+                   "batches would change its loss and answers; length buckets need "
+                   "--version_2_with_negative")
 
 
 class SquadTask(task_lib.Task):
@@ -22,11 +24,9 @@ class SquadTask(task_lib.Task):
 
     def __init__(self, albert_config, version_2_with_negative, max_seq_length,
                  train_record_file=None, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_einsum=True, length_buckets=None):
-        """`length_buckets`: trim training batches to a bucket length (v2 only: its heads mask
-        padding out of every softmax, so the loss is the padded batch's)."""
-        if length_buckets is not None and not version_2_with_negative:
-            raise ValueError("length buckets need SQuAD v2's masked heads")
+                 use_einsum=True, batching=length_buckets_lib.PADDED):
+        """`batching`: the run's `training.length_buckets.Batching` (padded for v1.1, see
+        `KEEP_PADDING_V1`)."""
         self.albert_config = albert_config
         self.version_2_with_negative = version_2_with_negative
         self.max_seq_length = max_seq_length
@@ -34,14 +34,13 @@ class SquadTask(task_lib.Task):
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.dropout_prob = dropout_prob
         self.use_einsum = use_einsum
-        self.length_buckets = length_buckets
+        self.batching = batching
 
     def build_model(self, strategy):
         return squad_heads.build_squad_model(
             self.albert_config, self.version_2_with_negative, self.start_n_top, self.end_n_top,
             self.dropout_prob, self.use_einsum,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
+            **self.batching.encoder_options)
 
     def train_dataset(self, input_context, batch_size):
         if not self.train_record_file:
@@ -50,9 +49,8 @@ class SquadTask(task_lib.Task):
         if input_context is not None and input_context.num_input_pipelines > 1:
             dataset = dataset.shard(input_context.num_input_pipelines,
                                     input_context.input_pipeline_id)
-        return length_buckets_lib.group_batches(
-            dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER), batch_size, self.length_buckets,
-            self.max_seq_length)
+        return self.batching.train_batches(dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER),
+                                           batch_size, self.max_seq_length)
 
     def per_example_loss(self, features, outputs):
         if self.version_2_with_negative:

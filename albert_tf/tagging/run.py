@@ -19,6 +19,7 @@ from albert_tf.text import tokenization
 from albert_tf.tagging import features, reader
 from albert_tf.tagging import task as tagging_task
 from albert_tf.training import fine_tuning, loop
+from albert_tf.training import length_buckets as length_buckets_lib
 
 LABELS_FILE = "labels.txt"
 CUT_WORD = "_"  # the prediction written for a word that did not fit in max_seq_length
@@ -28,7 +29,8 @@ class TaggingJob(fine_tuning.FineTuningJob):
     """One tagging data set's files, labels, tokenizer and model settings."""
 
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, spm_model_file=None,
-                 vocab_file=None, do_lower_case=True, length_buckets=None):
+                 vocab_file=None, do_lower_case=True,
+                 batching=length_buckets_lib.PADDED):
         if not spm_model_file and not vocab_file:
             raise errors.UserInputError("give --spm_model_file (SentencePiece) or --vocab_file "
                                      "(WordPiece)")
@@ -41,7 +43,7 @@ class TaggingJob(fine_tuning.FineTuningJob):
         self.max_seq_length = max_seq_length
         self.vocabulary = spm_model_file or vocab_file
         self.do_lower_case = do_lower_case
-        self.length_buckets = length_buckets
+        self.batching = batching
         tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
         albert_config.check_vocabulary(len(tokenizer.vocab), self.vocabulary)
         self.word_pieces = features.WordPieces(tokenizer, do_lower_case)
@@ -68,7 +70,7 @@ class TaggingJob(fine_tuning.FineTuningJob):
         io_utils.atomic_write_text(os.path.join(self.output_dir, LABELS_FILE),
                                    "\n".join(self.labels) + "\n")
         task = tagging_task.TaggingTask(self.albert_config, self.labels, self.max_seq_length,
-                                        train_file, eval_file, self.length_buckets)
+                                        train_file, eval_file, self.batching)
         return loop.Trainer(task, strategy, training_config)
 
     def score(self, trainer, checkpoint_path, path, batch_size):

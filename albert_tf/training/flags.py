@@ -170,17 +170,11 @@ def define_length_bucket_flag(flag_values=flags.FLAGS):
         "to float rounding.")
 
 
-def length_buckets_from_flags(flag_values, strategy):
-    """The bucket lengths --length_buckets asks for under `strategy` (None: pad fully)."""
-    return resolve_length_buckets(flag_values.length_buckets, flag_values.max_seq_length,
-                                  strategy)
-
-
-def resolve_length_buckets(text, max_seq_length, strategy):
-    """A --length_buckets value under `strategy`: `auto` is off on TPU (fixed shapes)."""
-    if text.strip().lower() == "auto" and strategy_lib.is_tpu(strategy):
-        return None
-    return length_buckets.parse_buckets(text, max_seq_length)
+def batching_from_flags(flag_values, strategy, keep_padding=None):
+    """The run's `length_buckets.Batching`: --length_buckets and --max_seq_length under
+    `strategy` (`keep_padding`: why the model needs full padding, if it does)."""
+    return length_buckets.Batching.resolve(flag_values.length_buckets,
+                                           flag_values.max_seq_length, strategy, keep_padding)
 
 
 def must_be_positive(name, flag_values=flags.FLAGS):
