@@ -6,12 +6,13 @@ for classification; for sts-b the logits are squeezed to [B] and the loss is the
 Predictions are the argmax (the logit for sts-b); probabilities are the softmax (the raw [B, 1]
 logits for sts-b, as the original).
 
-Evaluation runs the model over the whole dev set (`predict_arrays`) and computes the metrics in
-numpy (`metrics.glue_metrics`): exact rather than streaming, and Spearman needs every
-prediction at once.
+Evaluation collects every prediction of the dev set (`aggregate_logs`) and computes the metrics
+in numpy (`reduce_aggregated_logs`, `metrics.glue_metrics`): exact rather than streaming, and
+Spearman needs every prediction at once.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from albert_tf.glue import features, metrics
@@ -65,11 +66,7 @@ class ClassifierTask(task_lib.Task):
             **self.batching.encoder_options)
 
     def _records(self, path, input_context):
-        dataset = tf.data.TFRecordDataset(path)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
-        return dataset
+        return task_lib.shard(tf.data.TFRecordDataset(path), input_context)
 
     def _parsed(self, dataset, batch_size, drop_remainder):
         return dataset.batch(batch_size, drop_remainder=drop_remainder).map(
@@ -103,6 +100,35 @@ class ClassifierTask(task_lib.Task):
         if "accuracy" in metrics_:
             metrics_["accuracy"].update_state(features_["label_ids"], outputs["logits"])
 
+    def eval_step_outputs(self, features_, outputs):
+        return step_outputs(outputs["logits"], features_, self.regression)
+
+    def aggregate_logs(self, state, step_outputs_):
+        """Every batch's arrays, in order."""
+        state = [] if state is None else state
+        state.append(step_outputs_)
+        return state
+
+    def reduce_aggregated_logs(self, state):
+        return evaluate_arrays(self.task_name, concatenated(state))
+
+
+def step_outputs(logits, batch, regression):
+    """One batch's `logits`, `probabilities`, `predictions`, `per_example_loss`, `label_ids`
+    and `is_real_example`."""
+    logits = tf.cast(logits, tf.float32)
+    outputs = outputs_from_logits(logits, regression)
+    outputs["logits"] = logits
+    outputs["per_example_loss"] = per_example_loss(logits, batch["label_ids"], regression)
+    outputs["label_ids"] = batch["label_ids"]
+    outputs["is_real_example"] = batch["is_real_example"]
+    return outputs
+
+
+def concatenated(state):
+    """The arrays of an aggregated state (a list of batches' arrays), rows in input order."""
+    return {name: np.concatenate([batch[name] for batch in state]) for name in state[0]}
+
 
 def predict_arrays(model, dataset, regression, strategy=None, what="Predicting"):
     """Runs `model` over a finite dataset of global batches, in order.
@@ -111,13 +137,7 @@ def predict_arrays(model, dataset, regression, strategy=None, what="Predicting")
     `per_example_loss`. Each batch is split over the strategy's replicas and gathered back.
     """
     def replica_step(batch):
-        logits = tf.cast(model(batch, training=False)["logits"], tf.float32)
-        outputs = outputs_from_logits(logits, regression)
-        outputs["logits"] = logits
-        outputs["per_example_loss"] = per_example_loss(logits, batch["label_ids"], regression)
-        outputs["label_ids"] = batch["label_ids"]
-        outputs["is_real_example"] = batch["is_real_example"]
-        return outputs
+        return step_outputs(model(batch, training=False)["logits"], batch, regression)
 
     return prediction.predict(strategy, replica_step, dataset=dataset, what=what)
 

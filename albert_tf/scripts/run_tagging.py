@@ -46,7 +46,8 @@ def run(flag_values):
         spm_model_file=flag_values.spm_model_file, vocab_file=flag_values.vocab_file,
         do_lower_case=flag_values.do_lower_case,
         batching=training_flags.batching_from_flags(flag_values, strategy))
-    return fine_tuning.train_evaluate_predict(job, flag_values, strategy)[1]
+    return fine_tuning.train_evaluate_predict(
+        job, *training_flags.flow_from_flags(flag_values), strategy)[1]
 
 
 def entry():

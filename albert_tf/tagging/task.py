@@ -38,10 +38,7 @@ class TaggingTask(task_lib.Task):
 
     def dataset_of(self, path, batch_size, input_context=None, training=False):
         """Batches of the records in `path` (repeated and shuffled when `training`)."""
-        dataset = tf.data.TFRecordDataset(path)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
+        dataset = task_lib.shard(tf.data.TFRecordDataset(path), input_context)
         if training:
             dataset = dataset.repeat().shuffle(self.shuffle_buffer)
         dataset = dataset.batch(batch_size, drop_remainder=training).map(

@@ -124,3 +124,11 @@ class Task(abc.ABC):
     def reduce_aggregated_logs(self, state):
         """The whole set's metrics from the aggregated `state`."""
         raise NotImplementedError(f"{type(self).__name__} has no whole-set evaluation")
+
+
+def shard(dataset, input_context):
+    """This input pipeline's share of `dataset` when there are several (`input_context` None:
+    the whole set, as `Trainer.aggregate`'s global batches need)."""
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        return dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    return dataset
