@@ -373,14 +373,6 @@ class Trainer:
         results["global_step"] = self.global_step
         return results
 
-    def predict(self, outputs_fn, dataset=None, dataset_fn=None, order_key=None,
-                what="Predicting"):
-        """Every row of `outputs_fn(model, batch)` over a finite set, in input order (see
-        `training.prediction.predict`): the model under this trainer's strategy, float32."""
-        return prediction.predict(
-            self.strategy, lambda batch: _as_float32(outputs_fn(self.model, batch)),
-            dataset=dataset, dataset_fn=dataset_fn, order_key=order_key, what=what)
-
     def aggregate(self, dataset, what="Evaluating"):
         """The task's `aggregate_logs` state over a finite dataset of global batches (see
         `training.task`); reduce it with `task.reduce_aggregated_logs`."""
