@@ -113,3 +113,19 @@ def test_training_from_nothing_is_refused_before_anything_is_built(tmp_path):
         fine_tuning.train_evaluate_predict(
             job, *training_flags.flow_from_flags(flag_values), strategy=None)
     assert job.calls == []
+
+
+def test_run_squad_shares_the_fine_tuning_flags_with_its_original_names(tmp_path):
+    """run_squad.py defines the shared flags from the same place (so it has --seed and a local
+    --albert_hub_module_handle, as the others), without the flags its original lacks."""
+    from albert_tf.scripts import run_squad
+    flag_values = flags.FlagValues()
+    run_squad.define_flags(flag_values)
+    shared = set(SHARED) - {"data_dir", "do_eval", "train_step", "warmup_step", "eval_batch_size"}
+    assert all(name in flag_values for name in shared)
+    assert not any(name in flag_values for name in ("data_dir", "do_eval", "train_step"))
+    flag_values(["run_squad.py", "--albert_config_file=c.json", "--spm_model_file=s.model",
+                 "--output_dir=o", f"--albert_hub_module_handle={tmp_path}", "--seed=3"])
+    assert training_flags.init_checkpoint_from_flags(flag_values) == str(tmp_path)
+    assert (flag_values.seed, flag_values.max_seq_length, flag_values.predict_batch_size) == (
+        3, 384, 8)
