@@ -150,7 +150,7 @@ class FineTuningJob(abc.ABC):
                                   what=f"Evaluating {checkpoint_path}")
         results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
         trainer.write_eval_summaries({name: value for name, value in results.items()
-                                      if isinstance(value, (int, float))})
+                                      if not isinstance(value, str)})  # SQuAD's notes
         return results
 
     def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
