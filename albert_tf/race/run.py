@@ -58,7 +58,7 @@ class RaceJob(fine_tuning.FineTuningJob):
 
     def cache(self, split):
         """The feature cache of `split` (train, dev or test), written if missing."""
-        return prepare.prepare_split(self.settings, split, self.requested[split])
+        return prepare.prepare_split(self.settings, split, self.requested[split], self.tokenizer)
 
     def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
         """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
