@@ -108,7 +108,8 @@ WARMUP_STEPS = 8  # enough for every bucket length to have come up once
 def our_training_steps(config, record_file, buckets, work_dir):
     """A function running the next step of run_classifier's loop (records in file order)."""
     task = glue_task.ClassifierTask(config, "sst-2", 2, SEQ, train_file=record_file,
-                                    shuffle_buffer=1, length_buckets=buckets)
+                                    shuffle_buffer=1,
+                                    batching=length_buckets.Batching.cut(buckets))
     training = loop.TrainingConfig(
         output_dir=tempfile.mkdtemp(dir=work_dir), train_batch_size=FLAGS.train_batch_size,
         num_train_steps=10 ** 6, learning_rate=5e-5, optimizer="adamw")
@@ -260,11 +261,12 @@ def squad_predict_set(spm_file, work_dir):
 
 def our_squad_pass(config, predict_set, version_2):
     """run_squad.py's prediction: v2 with length buckets (its model skips padding), v1 padded."""
-    buckets = length_buckets.default_buckets(SQUAD_SEQ) if version_2 else None
-    task = squad_task.SquadTask(config, version_2, SQUAD_SEQ, length_buckets=buckets)
+    batching = (length_buckets.Batching.auto(SQUAD_SEQ) if version_2
+                else length_buckets.PADDED)
+    task = squad_task.SquadTask(config, version_2, SQUAD_SEQ, batching=batching)
     model = task.build_model(tf.distribute.get_strategy())
     evaluator = squad_prediction.SquadEvaluator(predict_set, version_2, SQUAD_SEQ, 8,
-                                                length_buckets=buckets)
+                                                batching=batching)
     return lambda: evaluator.raw_results(model, predict_set)
 
 

@@ -21,6 +21,7 @@ from albert_tf.text import tokenization  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.squad import data, prediction  # noqa: E402
 from albert_tf.squad import task as squad_task  # noqa: E402
+from albert_tf.training.length_buckets import Batching  # noqa: E402
 from tests.conftest import copy_weights  # noqa: E402
 
 SEQ = 64
@@ -30,7 +31,7 @@ CONFIG = dict(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_lay
 
 
 def main(squad_file, spm_model_file, output_dir):
-    buckets = (16, 32, SEQ)
+    batching = Batching.cut((16, 32, SEQ))
     for name in ("one_device", "mirrored", "mirrored_bucketed"):
         os.makedirs(os.path.join(output_dir, name), exist_ok=True)
     keras.utils.set_random_seed(3)
@@ -39,7 +40,7 @@ def main(squad_file, spm_model_file, output_dir):
     with mirrored.scope():
         model = task.build_model(mirrored)
         skipping_model = squad_task.SquadTask(AlbertConfig(**CONFIG), True, SEQ, dropout_prob=0.0,
-                                              length_buckets=buckets).build_model(mirrored)
+                                              batching=batching).build_model(mirrored)
     assert skipping_model.encoder.skip_padding and not model.encoder.skip_padding
     copy_weights(model, skipping_model)
     tokenizer = tokenization.FullTokenizer.from_scratch(None, True, spm_model_file)
@@ -48,7 +49,7 @@ def main(squad_file, spm_model_file, output_dir):
         output_dir, "eval")
     ways = {"one_device": (model, dict(strategy=tf.distribute.get_strategy())),
             "mirrored": (model, dict(strategy=mirrored)),
-            "mirrored_bucketed": (skipping_model, dict(strategy=mirrored, length_buckets=buckets))}
+            "mirrored_bucketed": (skipping_model, dict(strategy=mirrored, batching=batching))}
     results = {"features": len(predict_set.features)}
     for name, (way_model, settings) in ways.items():
         # batch 5: the last global batch is split unevenly over the two replicas.

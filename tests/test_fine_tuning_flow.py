@@ -7,6 +7,7 @@ from albert_tf import errors
 from albert_tf.config import AlbertConfig
 from albert_tf.scripts import run_classifier, run_race, run_tagging
 from albert_tf.training import fine_tuning
+from albert_tf.training import flags as training_flags
 
 SCRIPTS = (run_classifier, run_race, run_tagging)
 SHARED = ("data_dir", "albert_config_file", "spm_model_file", "vocab_file", "do_lower_case",
@@ -67,11 +68,6 @@ class _FakeTrainer:
 class _RecordingJob(fine_tuning.FineTuningJob):
     """A job that records what the flow asks of it, in order."""
 
-    class Error(errors.UserInputError):
-        pass
-
-    error_class = Error
-
     def __init__(self, output_dir):
         self.output_dir = output_dir
         self.albert_config = AlbertConfig(vocab_size=30, embedding_size=8, hidden_size=16,
@@ -100,7 +96,8 @@ def test_train_evaluate_predict_runs_the_steps_in_order(tmp_path):
                                "--do_predict", "--allow_random_init", "--train_step=9",
                                "--eval_batch_size=3", "--predict_batch_size=5")
     job = _RecordingJob(str(output_dir))
-    trainer, summary = fine_tuning.train_evaluate_predict(job, flag_values, strategy=None)
+    trainer, summary = fine_tuning.train_evaluate_predict(
+        job, *training_flags.flow_from_flags(flag_values), strategy=None)
     assert isinstance(trainer, _FakeTrainer) and summary["best_step"] == 7
     assert job.calls == [("build_trainer", 9, True, True), ("train_and_evaluate", True, True, 3),
                          ("predict", 5)]
@@ -112,6 +109,23 @@ def test_training_from_nothing_is_refused_before_anything_is_built(tmp_path):
     flag_values = _flag_values(run_tagging, "--data_dir=d", "--albert_config_file=c.json",
                                f"--output_dir={tmp_path}", "--do_train")
     job = _RecordingJob(str(tmp_path))
-    with pytest.raises(_RecordingJob.Error, match="--allow_random_init"):
-        fine_tuning.train_evaluate_predict(job, flag_values, strategy=None)
+    with pytest.raises(errors.UserInputError, match="--allow_random_init"):
+        fine_tuning.train_evaluate_predict(
+            job, *training_flags.flow_from_flags(flag_values), strategy=None)
     assert job.calls == []
+
+
+def test_run_squad_shares_the_fine_tuning_flags_with_its_original_names(tmp_path):
+    """run_squad.py defines the shared flags from the same place (so it has --seed and a local
+    --albert_hub_module_handle, as the others), without the flags its original lacks."""
+    from albert_tf.scripts import run_squad
+    flag_values = flags.FlagValues()
+    run_squad.define_flags(flag_values)
+    shared = set(SHARED) - {"data_dir", "do_eval", "train_step", "warmup_step", "eval_batch_size"}
+    assert all(name in flag_values for name in shared)
+    assert not any(name in flag_values for name in ("data_dir", "do_eval", "train_step"))
+    flag_values(["run_squad.py", "--albert_config_file=c.json", "--spm_model_file=s.model",
+                 "--output_dir=o", f"--albert_hub_module_handle={tmp_path}", "--seed=3"])
+    assert training_flags.init_checkpoint_from_flags(flag_values) == str(tmp_path)
+    assert (flag_values.seed, flag_values.max_seq_length, flag_values.predict_batch_size) == (
+        3, 384, 8)

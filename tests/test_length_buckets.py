@@ -33,6 +33,27 @@ def test_parse_buckets_errors_name_the_flag(text, message):
         length_buckets.parse_buckets(text, 64)
 
 
+
+def test_batching_is_decided_once_from_the_flag_the_strategy_and_the_model(monkeypatch):
+    strategy = tf.distribute.get_strategy()
+    auto = length_buckets.Batching.resolve("auto", 64, strategy)
+    assert auto == length_buckets.Batching((16, 32, 64), skip_padding=True)
+    assert auto.encoder_options == {"use_one_hot_embeddings": False, "skip_padding": True}
+    assert length_buckets.Batching.resolve("off", 64, strategy) == length_buckets.PADDED
+    # A model that scores padding positions pads fully; asking for buckets names the reason.
+    why = "the heads score padding positions"
+    assert length_buckets.Batching.resolve("auto", 64, strategy, why) == length_buckets.PADDED
+    with pytest.raises(errors.UserInputError, match=f"--length_buckets=32,64: {why}"):
+        length_buckets.Batching.resolve("32,64", 64, strategy, why)
+    monkeypatch.setattr(length_buckets.strategy_lib, "is_tpu", lambda _: True)
+    tpu = length_buckets.Batching.resolve("auto", 64, strategy)
+    assert tpu == length_buckets.Batching(None, skip_padding=False, one_hot_embeddings=True)
+    cut_on_tpu = length_buckets.Batching.resolve("32,64", 64, strategy)
+    # The export of a run is served on CPUs or GPUs: same buckets, padding skipped, no one-hot.
+    assert cut_on_tpu.served() == length_buckets.Batching((32, 64), skip_padding=True)
+    assert tpu.served() == length_buckets.PADDED
+
+
 def _batch(lengths, max_seq_length=64, choices=None):
     rng = np.random.default_rng(0)
     shape = (len(lengths),) + ((choices,) if choices else ()) + (max_seq_length,)
@@ -155,3 +176,17 @@ def test_off_batches_in_order_at_full_length():
     batches = list(length_buckets.group_batches(examples, 4, None, 64))
     assert [b["input_ids"].shape for b in batches] == [(4, 64), (4, 64)]
     assert np.concatenate([b["label_ids"] for b in batches]).tolist() == list(range(8))
+
+
+def test_the_export_follows_the_runs_batching(spm_model_file):
+    """The raw-text preprocessor (as the classifier's `text` signature) cuts to the run's
+    buckets, and pads to max_seq_length after --length_buckets=off."""
+    from albert_tf.export import preprocessor
+    from albert_tf.text import tf_tokenization
+    tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, True)
+    text = (tf.constant(["a short sentence"]), tf.constant([""]))
+    shapes = {name: preprocessor.TextPreprocessor(tokenizer, 64, batching).pack(*text)[
+        "input_ids"].shape[1] for name, batching in (
+            ("default", None), ("run", length_buckets.Batching.cut((32, 64))),
+            ("off", length_buckets.PADDED))}
+    assert shapes == {"default": 16, "run": 32, "off": 64}

@@ -10,6 +10,7 @@ from albert_tf.glue import run as glue_run
 from albert_tf.glue import task as glue_task
 from albert_tf.race import prepare, reader
 from albert_tf.race import task as race_task
+from albert_tf.training.length_buckets import Batching
 from tests import race_fixtures
 from tests.conftest import copy_weights
 
@@ -44,10 +45,10 @@ def test_glue_bucketed_predictions_equal_padded(tmp_path, config, spm_model_file
     for buckets in (None, BUCKETS):
         job = glue_run.ClassifierJob("sst-2", str(tmp_path / "glue"), str(tmp_path / "out"),
                                      config, SEQ, spm_model_file=spm_model_file,
-                                     length_buckets=buckets)
+                                     batching=Batching.cut(buckets))
         path, examples = job.records("dev")
         task = glue_task.ClassifierTask(config, "sst-2", 2, SEQ, eval_file=path,
-                                        length_buckets=buckets)
+                                        batching=Batching.cut(buckets))
         model = task.build_model(tf.distribute.get_strategy())  # bucketed: skips padding too
         assert model.encoder.skip_padding == (buckets is not None)
         if padded_model is None:
@@ -78,7 +79,8 @@ def test_race_bucketed_predictions_equal_padded(tmp_path, spm_model_file):
     path = prepare.prepare_split(settings, "dev")
     strategy = tf.distribute.get_strategy()
     padded_task = race_task.RaceTask(config, seq)
-    bucketed_task = race_task.RaceTask(config, seq, length_buckets=(16, 32, 64, 128, 256))
+    bucketed_task = race_task.RaceTask(config, seq,
+                                       batching=Batching.cut((16, 32, 64, 128, 256)))
     model = padded_task.build_model(strategy)
     skipping_model = bucketed_task.build_model(strategy)
     assert skipping_model.encoder.skip_padding and not model.encoder.skip_padding

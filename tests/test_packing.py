@@ -113,7 +113,7 @@ def test_traced_for_any_shape_and_under_xla(tiny_config):
 
 def test_skips_padding_wherever_batches_are_cut_except_on_tpu(monkeypatch):
     strategy = tf.distribute.get_strategy()
-    assert length_buckets.skips_padding((16, 64), strategy)
-    assert not length_buckets.skips_padding(None, strategy)
+    assert length_buckets.Batching.resolve("16,64", 64, strategy).skip_padding
+    assert not length_buckets.Batching.resolve("off", 64, strategy).skip_padding
     monkeypatch.setattr(length_buckets.strategy_lib, "is_tpu", lambda _: True)
-    assert not length_buckets.skips_padding((16, 64), strategy)
+    assert not length_buckets.Batching.resolve("16,64", 64, strategy).skip_padding

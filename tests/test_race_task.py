@@ -5,10 +5,12 @@ import pytest
 import tensorflow as tf
 from sklearn import metrics as sk_metrics
 
+from albert_tf import errors
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import cache, features, metrics, prepare, reader
 from albert_tf.race import run as race_run
 from albert_tf.race import task as race_task
+from albert_tf.training import fine_tuning
 from tests import race_fixtures
 from tests.conftest import brown_config
 
@@ -108,22 +110,22 @@ def _job(tmp_path, config, spm_model_file, **overrides):
 
 
 def test_job_rejects_bad_settings(tmp_path, small_config, spm_model_file):
-    with pytest.raises(race_run.RaceFlagError, match="--max_seq_length=65 exceeds max_position"):
+    with pytest.raises(errors.UserInputError, match="--max_seq_length=65 exceeds max_position"):
         _job(tmp_path, small_config, spm_model_file, max_seq_length=65)
     with pytest.raises(ValueError, match="--max_qa_length=46"):
         _job(tmp_path, small_config, spm_model_file, max_qa_length=46)
-    with pytest.raises(race_run.RaceFlagError, match="--spm_model_file .* or --vocab_file"):
+    with pytest.raises(errors.UserInputError, match="--spm_model_file .* or --vocab_file"):
         _job(tmp_path, small_config, None)
-    with pytest.raises(race_run.RaceFlagError, match="--dropout_prob=1.0"):
+    with pytest.raises(errors.UserInputError, match="--dropout_prob=1.0"):
         _job(tmp_path, small_config, spm_model_file, dropout_prob=1.0)
     job = _job(tmp_path, small_config, spm_model_file)
-    with pytest.raises(race_run.RaceFlagError, match="--allow_random_init"):
+    with pytest.raises(errors.UserInputError, match="--allow_random_init"):
         job.check_init_checkpoint(None, allow_random_init=False, do_train=True)
     job.check_init_checkpoint(None, allow_random_init=True, do_train=True)
     with pytest.raises(FileNotFoundError, match="nowhere"):
         job.check_init_checkpoint(str(tmp_path / "nowhere"), False, True)
-    with pytest.raises(race_run.RaceFlagError, match="no model.ckpt-best and no checkpoint"):
-        race_run.resolve_best_checkpoint(str(tmp_path / "out"))
+    with pytest.raises(errors.UserInputError, match="no model.ckpt-best and no checkpoint"):
+        fine_tuning.best_checkpoint(str(tmp_path / "out"))
 
 
 def test_job_data_errors_name_the_file_and_article(tmp_path, small_config, spm_model_file):

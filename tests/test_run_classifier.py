@@ -24,13 +24,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import checkpoints
+from albert_tf import checkpoints, errors
 from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
 from albert_tf.demo.curves import read_scalars
-from albert_tf.training import loop
+from albert_tf.training import fine_tuning, loop
 from tests.conftest import run_python
 
 SEQ = 64
@@ -338,18 +338,18 @@ def test_warm_start_from_a_run_pretraining_checkpoint(real_data, spm_model_file,
 
 
 def test_max_seq_length_above_max_position_embeddings(tiny_config, wordpiece_vocab, tmp_path):
-    with pytest.raises(glue_run.ClassifierFlagError,
+    with pytest.raises(errors.UserInputError,
                        match="--max_seq_length must be <= max_position_embeddings"):
         glue_run.ClassifierJob("cola", str(tmp_path), str(tmp_path), tiny_config, 65,
                                vocab_file=wordpiece_vocab)
-    with pytest.raises(glue_run.ClassifierFlagError, match="--spm_model_file"):
+    with pytest.raises(errors.UserInputError, match="--spm_model_file"):
         glue_run.ClassifierJob("cola", str(tmp_path), str(tmp_path), tiny_config, 64)
 
 
 def test_training_needs_an_init_checkpoint(tiny_config, wordpiece_vocab, tmp_path):
     job = glue_run.ClassifierJob("cola", str(tmp_path), str(tmp_path / "out"), tiny_config, 32,
                                  vocab_file=wordpiece_vocab)
-    with pytest.raises(glue_run.ClassifierFlagError, match="--allow_random_init"):
+    with pytest.raises(errors.UserInputError, match="--allow_random_init"):
         job.check_init_checkpoint(None, allow_random_init=False, do_train=True)
     job.check_init_checkpoint(None, allow_random_init=True, do_train=True)
     job.check_init_checkpoint(None, allow_random_init=False, do_train=False)
@@ -358,8 +358,8 @@ def test_training_needs_an_init_checkpoint(tiny_config, wordpiece_vocab, tmp_pat
 
 
 def test_predict_without_any_checkpoint(tmp_path):
-    with pytest.raises(glue_run.ClassifierFlagError, match="no model.ckpt-best and no checkpoint"):
-        glue_run.resolve_best_checkpoint(str(tmp_path))
+    with pytest.raises(errors.UserInputError, match="no model.ckpt-best and no checkpoint"):
+        fine_tuning.best_checkpoint(str(tmp_path))
 
 
 @pytest.mark.slow

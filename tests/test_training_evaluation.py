@@ -160,3 +160,22 @@ def test_strategy_choice(monkeypatch):
     monkeypatch.setenv("TF_CONFIG", "{not json")
     with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
         strategy_lib.resolve_strategy()
+
+
+def test_on_checkpoint_sees_each_checkpoint_before_pruning(tmp_path):
+    """The trainer calls `on_checkpoint(step, path)` after writing each checkpoint, while it
+    is still on disk (keep_checkpoint_max=1 removes it at the next save)."""
+    from albert_tf.training import checkpointing, loop
+    from tests import training_toys
+    seen = []
+
+    def on_checkpoint(step, path):
+        seen.append((step, path, tf.io.gfile.exists(path + ".index")))
+
+    trainer = loop.Trainer(training_toys.ToyTask(), tf.distribute.get_strategy(),
+                           training_toys._config(str(tmp_path), keep_checkpoint_max=1))
+    trainer.train(on_checkpoint=on_checkpoint)
+    assert seen == [(3, str(tmp_path / "model.ckpt-3"), True),
+                    (6, str(tmp_path / "model.ckpt-6"), True)]
+    assert [step for step, _ in evaluation.list_checkpoints(str(tmp_path))] == [6]
+    assert type(trainer.checkpoints) is checkpointing.CheckpointManager  # left as built

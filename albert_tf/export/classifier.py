@@ -26,13 +26,14 @@ The id signatures refuse ids outside [0, vocab_size), segment ids outside [0, ty
 inputs of different shapes and sequences longer than max_position_embeddings
 (InvalidArgumentError, HTTP 400 from TF Serving and serve.py) rather than compute garbage.
 
-`text` and `serving_default` run the model on the batch cut to its longest row rounded up to a
-length bucket (`training.length_buckets`: powers of two from 16, then max_seq_length), not on
-max_seq_length columns of padding: the outputs are the padded batch's (padding is masked out)
-and a short request costs a short sequence. `ids` takes whatever length the client sends. Inside
-the model, every signature also skips the padding within the batch (`modeling.packing`): the
-dense layers see only real tokens, so a batch of one long and 31 short sentences costs little
-more than its real tokens.
+`text` and `serving_default` run the model on the batch cut to its longest row rounded up to one
+of the run's length buckets (`training.length_buckets.Batching.served`: those of
+--length_buckets, by default powers of two from 16, then max_seq_length; none with
+--length_buckets=off), not on max_seq_length columns of padding: the outputs are the padded
+batch's (padding is masked out) and a short request costs a short sequence. `ids` takes whatever
+length the client sends. With buckets, every signature also skips the padding within the batch
+inside the model (`modeling.packing`): the dense layers see only real tokens, so a batch of one
+long and 31 short sentences costs little more than its real tokens.
 
 Every signature returns `probabilities` [B, num_labels] float32 (softmax; for sts-b the raw
 [B, 1] score, as the original), `predictions` [B] (int32 class index; float32 score for sts-b)
@@ -59,14 +60,17 @@ PRECISIONS = ("float32", "mixed_bfloat16")
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
-def load_classifier(albert_config, num_labels, checkpoint_path, precision="float32"):
-    """An `AlbertClassifier` with every variable (head included) from a fine-tuned checkpoint."""
+def load_classifier(albert_config, num_labels, checkpoint_path, precision="float32",
+                    skip_padding=True):
+    """An `AlbertClassifier` with every variable (head included) from a fine-tuned checkpoint;
+    `skip_padding`: the served batching's (`Batching.served`)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
     try:
-        model = classifier.AlbertClassifier(albert_config, num_labels, skip_padding=True)
+        model = classifier.AlbertClassifier(albert_config, num_labels,
+                                            skip_padding=skip_padding)
     finally:
         keras.config.set_dtype_policy(previous)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
@@ -78,9 +82,11 @@ class ClassifierSignatures:
     """The three serving functions around one model (see the module docstring)."""
 
     def __init__(self, model, label_list, max_seq_length, regression, tokenizer=None,
-                 cls_id=None, sep_id=None, threshold=None):
+                 cls_id=None, sep_id=None, threshold=None, batching=None):
+        """`batching`: the run's served `length_buckets.Batching` (default: `auto`)."""
         self.model = model
         self.max_seq_length = max_seq_length
+        self.batching = batching or length_buckets.Batching.auto(max_seq_length)
         self.regression = regression
         self.tokenizer = tokenizer
         self.cls_id, self.sep_id = cls_id, sep_id
@@ -102,9 +108,8 @@ class ClassifierSignatures:
 
     def _trimmed_outputs(self, padded):
         """`outputs` of a batch padded to max_seq_length, cut to its bucket length first."""
-        trimmed = length_buckets.trim_batch(
-            {name: tf.cast(padded[name], tf.int32) for name in MODEL_INPUTS},
-            length_buckets.default_buckets(self.max_seq_length), MODEL_INPUTS)
+        trimmed = self.batching.trim_batch(
+            {name: tf.cast(padded[name], tf.int32) for name in MODEL_INPUTS}, MODEL_INPUTS)
         return self.outputs(*(trimmed[name] for name in MODEL_INPUTS))
 
     def checked(self, input_ids, input_mask, segment_ids):
@@ -187,7 +192,7 @@ class ClassifierSignatures:
         signature runs the model at is optimised before the version is served."""
         logs = []
         name = self.examples_signature[0]
-        for length in length_buckets.default_buckets(self.max_seq_length):
+        for length in self.batching.lengths(self.max_seq_length):  # the lengths batches are cut to
             inputs = warmup_requests.ids_inputs([1, length])
             ids, mask, segments = (inputs[name] for name in MODEL_INPUTS)
             logs.append(warmup_requests.predict_log("ids", inputs))
@@ -235,12 +240,15 @@ def write_saved_model(signatures, export_dir, include_text=True):
 
 def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, precision="float32",
                            include_text=True):
-    """Exports the classifier of a `glue.run.ClassifierJob` from a fine-tuned checkpoint."""
-    model = load_classifier(job.albert_config, job.num_labels, checkpoint_path, precision)
+    """Exports the classifier of a `glue.run.ClassifierJob` from a fine-tuned checkpoint,
+    batched as the job's run (`Batching.served`)."""
+    batching = job.batching.served()
+    model = load_classifier(job.albert_config, job.num_labels, checkpoint_path, precision,
+                            batching.skip_padding)
     tokenizer = cls_id = sep_id = None
     if job.spm_model_file:
         tokenizer = tf_tokenization.InGraphTokenizer(job.spm_model_file, job.do_lower_case)
         cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
     signatures = ClassifierSignatures(model, job.label_list, job.max_seq_length, job.regression,
-                                      tokenizer, cls_id, sep_id, threshold)
+                                      tokenizer, cls_id, sep_id, threshold, batching)
     return write_saved_model(signatures, export_dir, include_text)

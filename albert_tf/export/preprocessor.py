@@ -21,16 +21,17 @@ MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 class TextPreprocessor:
     """Tokenizes and packs raw text for a classifier of `max_seq_length`."""
 
-    def __init__(self, tokenizer, max_seq_length):
+    def __init__(self, tokenizer, max_seq_length, batching=None):
+        """`batching`: the run's served `length_buckets.Batching` (default: `auto`)."""
         self.tokenizer, self.max_seq_length = tokenizer, max_seq_length
+        self.batching = batching or length_buckets.Batching.auto(max_seq_length)
 
     def pack(self, text_a, text_b):
         packed = tf_tokenization.pack_inputs(
             [self.tokenizer.tokenize(text_a), self.tokenizer.tokenize(text_b)],
             self.max_seq_length, self.tokenizer.cls_id, self.tokenizer.sep_id)
-        return length_buckets.trim_batch(
-            {name: tf.cast(packed[name], tf.int32) for name in MODEL_INPUTS},
-            length_buckets.default_buckets(self.max_seq_length), MODEL_INPUTS)
+        return self.batching.trim_batch(
+            {name: tf.cast(packed[name], tf.int32) for name in MODEL_INPUTS}, MODEL_INPUTS)
 
     def archive(self):
         archive = keras.export.ExportArchive()
@@ -41,8 +42,10 @@ class TextPreprocessor:
         return archive
 
 
-def write_preprocessor(spm_model_file, do_lower_case, max_seq_length, export_dir):
-    """Writes `<export_dir>/<version>/` atomically; returns that path."""
+def write_preprocessor(spm_model_file, do_lower_case, max_seq_length, export_dir,
+                       batching=None):
+    """Writes `<export_dir>/<version>/` atomically; returns that path. `batching`: the run's
+    served `length_buckets.Batching`, as the model's (default: `auto`)."""
     tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, do_lower_case)
-    return versioned.write_archive(TextPreprocessor(tokenizer, max_seq_length).archive(),
-                                   export_dir)
+    return versioned.write_archive(
+        TextPreprocessor(tokenizer, max_seq_length, batching).archive(), export_dir)

@@ -82,10 +82,11 @@ def warmup_logs(model, text_encoder=None):
     return logs
 
 
-def load_model(albert_config, checkpoint_path):
-    """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint."""
+def load_model(albert_config, checkpoint_path, skip_padding=True):
+    """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint;
+    `skip_padding`: the served batching's (`Batching.served`)."""
     model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES,
-                                                 skip_padding=True)
+                                                 skip_padding=skip_padding)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               "a fine-tuned RACE checkpoint")
     return model
@@ -101,7 +102,7 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True):
     """Exports the model of a `race.run.RaceJob` from a fine-tuned checkpoint; with a
     SentencePiece model and `include_text` the SavedModel also has the raw-text signature
     `text` (the only one that needs tensorflow_text's custom ops)."""
-    model = load_model(job.albert_config, checkpoint_path)
+    model = load_model(job.albert_config, checkpoint_path, job.batching.served().skip_padding)
     text_encoder = None
     if job.settings.spm_model_file and include_text:
         tokenizer = tf_tokenization.InGraphTokenizer(job.settings.spm_model_file,

@@ -37,7 +37,6 @@ import tensorflow as tf
 from albert_tf import checkpoints
 from albert_tf.files import io_utils
 from albert_tf.text import tf_tokenization
-from albert_tf.config import AlbertConfig
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
 from albert_tf.modeling import squad_heads
@@ -68,11 +67,12 @@ def model_outputs(model, version_2_with_negative, input_ids, input_mask, segment
 
 
 def load_squad_model(albert_config, checkpoint_path, version_2_with_negative, start_n_top=5,
-                     end_n_top=5, use_einsum=True):
-    """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint."""
+                     end_n_top=5, use_einsum=True, skip_padding=False):
+    """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint;
+    `skip_padding`: the served batching's (`Batching.served`; v2 only)."""
     model = squad_heads.build_squad_model(albert_config, version_2_with_negative, start_n_top,
                                           end_n_top, use_einsum=use_einsum,
-                                          skip_padding=version_2_with_negative)
+                                          skip_padding=skip_padding)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               f"a fine-tuned SQuAD {'v2' if version_2_with_negative else 'v1'} "
                               "checkpoint")
@@ -258,24 +258,25 @@ def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_t
     return path
 
 
-def export_from_checkpoint(options, checkpoint_path, export_dir, null_threshold=None,
+def export_from_checkpoint(job, checkpoint_path, export_dir, null_threshold=None,
                            include_text=True):
-    """Exports the model of a `squad.run.SquadRun`; returns {"saved_model", "tflite"}.
+    """Exports the model of a `squad.run.SquadJob`, batched as its run (`Batching.served`);
+    returns {"saved_model", "tflite"}.
     `include_text=False` leaves out the raw-text `answer` signature, the only one with
     tensorflow_text's custom ops, so stock TF Serving can load the SavedModel."""
-    albert_config = AlbertConfig.from_json_file(options.albert_config_file)
-    model = load_squad_model(albert_config, checkpoint_path, options.version_2_with_negative,
-                             options.start_n_top, options.end_n_top, options.use_einsum)
+    options = job.options
+    model = load_squad_model(job.albert_config, checkpoint_path, options.version_2_with_negative,
+                             options.start_n_top, options.end_n_top, options.use_einsum,
+                             job.batching.served().skip_padding)
     tokenizer = None
-    if options.spm_model_file and include_text:
-        tokenizer = tf_tokenization.InGraphTokenizer(options.spm_model_file,
-                                                     options.do_lower_case)
+    if job.spm_model_file and include_text:
+        tokenizer = tf_tokenization.InGraphTokenizer(job.spm_model_file, job.do_lower_case)
     signatures = SquadSignatures(model, options.version_2_with_negative,
-                                 options.max_seq_length, options.max_query_length,
+                                 job.max_seq_length, options.max_query_length,
                                  options.doc_stride, options.max_answer_length, tokenizer,
                                  null_threshold)
     saved_model = write_saved_model(signatures, export_dir)
-    tflite = write_tflite(model, options.version_2_with_negative, options.max_seq_length,
+    tflite = write_tflite(model, options.version_2_with_negative, job.max_seq_length,
                           os.path.join(export_dir, TFLITE_NAME), options.start_n_top,
                           options.end_n_top)
     return {"saved_model": saved_model, "tflite": tflite}

@@ -1,11 +1,9 @@
 """The run_classifier.py flow: cached records, training, evaluation of every checkpoint, prediction.
 
     job = ClassifierJob("mrpc", data_dir, output_dir, albert_config, max_seq_length=128,
-                        spm_model_file="30k-clean.model")
-    job.check_init_checkpoint(init_checkpoint, allow_random_init, do_train)
-    trainer = job.build_trainer(strategy, training_config, do_train, do_eval)
-    job.train_and_evaluate(trainer, do_train, do_eval, eval_batch_size=8)
-    job.predict(trainer, predict_batch_size=8)   # test_results.tsv, submit_results.tsv
+                        spm_model_file="30k-clean.model", batching=batching)
+    fine_tuning.train_evaluate_predict(job, options, training_config, strategy)
+    # eval_results.txt, model.ckpt-best; test_results.tsv, submit_results.tsv
 
 With --do_train and --do_eval together, each checkpoint is evaluated as soon as it is saved,
 before the trainer's `keep_checkpoint_max` pruning can remove it, so every checkpoint is
@@ -22,55 +20,28 @@ import numpy as np
 
 from albert_tf import errors
 from albert_tf.files import io_utils
-from albert_tf.text import tokenization
 from albert_tf.glue import features, processors
 from albert_tf.glue import task as glue_task
-from albert_tf.training import evaluation, fine_tuning, loop
+from albert_tf.training import fine_tuning, loop
 from albert_tf.training import length_buckets as length_buckets_lib
-
-
-class ClassifierFlagError(errors.UserInputError):
-    """A flag combination run_classifier cannot run; the message names the flag."""
-
-
-def resolve_best_checkpoint(output_dir):
-    """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest checkpoint (warned)."""
-    return evaluation.best_or_latest_checkpoint(output_dir, ClassifierFlagError, "dev set")
 
 
 class ClassifierJob(fine_tuning.FineTuningJob):
     """One GLUE task's data, tokenizer and model settings."""
 
-    error_class = ClassifierFlagError
-
     def __init__(self, task_name, data_dir, output_dir, albert_config, max_seq_length,
                  spm_model_file=None, vocab_file=None, do_lower_case=True, cached_dir=None,
-                 length_buckets=None):
+                 batching=length_buckets_lib.PADDED):
         self.processor = processors.get_processor(task_name, use_spm=bool(spm_model_file),
                                                   do_lower_case=do_lower_case)
         self.task_name = task_name.lower()
-        if max_seq_length > albert_config.max_position_embeddings:
-            raise ClassifierFlagError(
-                f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                f"trained up to sequence length {albert_config.max_position_embeddings}: "
-                f"--max_seq_length must be <= max_position_embeddings of --albert_config_file")
         if max_seq_length < 3:
-            raise ClassifierFlagError(f"--max_seq_length={max_seq_length} leaves no room for "
-                                      "[CLS] a [SEP] b [SEP]; it must be >= 3")
-        if not spm_model_file and not vocab_file:
-            raise ClassifierFlagError("give --spm_model_file (SentencePiece, the released "
-                                      "models) or --vocab_file (WordPiece)")
+            raise errors.UserInputError(f"--max_seq_length={max_seq_length} leaves no room for "
+                                        "[CLS] a [SEP] b [SEP]; it must be >= 3")
+        super().__init__(output_dir, albert_config, max_seq_length, spm_model_file, vocab_file,
+                         do_lower_case, batching)
         self.data_dir = data_dir
-        self.output_dir = output_dir
-        self.albert_config = albert_config
-        self.max_seq_length = max_seq_length
-        self.spm_model_file = spm_model_file
-        self.vocab_file = vocab_file
-        self.do_lower_case = do_lower_case
         self.cached_dir = cached_dir or output_dir
-        self.length_buckets = length_buckets
-        self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
-        albert_config.check_vocabulary(len(self.tokenizer.vocab), spm_model_file or vocab_file)
         self.label_list = self.processor.get_labels()
         self.regression = self.processor.is_regression
 
@@ -97,19 +68,8 @@ class ClassifierJob(fine_tuning.FineTuningJob):
             logging.info("Evaluating on %d examples", len(examples))
         task = glue_task.ClassifierTask(self.albert_config, self.task_name, self.num_labels,
                                         self.max_seq_length, train_file, eval_file,
-                                        length_buckets=self.length_buckets)
+                                        batching=self.batching)
         return loop.Trainer(task, strategy, training_config)
-
-    def evaluate(self, trainer, checkpoint_path, batch_size):
-        """GLUE metrics of one checkpoint on the dev set, plus its `global_step`."""
-        step = trainer.checkpoints.restore_model(checkpoint_path)
-        dataset = trainer.task.eval_dataset(None, batch_size)
-        arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
-                                          trainer.strategy, what=f"Evaluating {checkpoint_path}")
-        results = glue_task.evaluate_arrays(self.task_name, arrays)
-        results["global_step"] = step
-        trainer.write_eval_summaries(results)
-        return results
 
     def predict(self, trainer, batch_size):
         """test_results.tsv (probabilities) and submit_results.tsv (index, label) from
@@ -117,12 +77,11 @@ class ClassifierJob(fine_tuning.FineTuningJob):
         checkpoint = self.best_checkpoint()
         trainer.checkpoints.restore_model(checkpoint)
         predict_file, examples = self.records("test")
-        dataset = length_buckets_lib.trim_dataset(
+        dataset = self.batching.trim(
             features.make_dataset(predict_file, self.max_seq_length, self.task_name, batch_size,
-                                  is_training=False),
-            self.length_buckets, self.max_seq_length)
-        arrays = glue_task.predict_arrays(trainer.model, dataset, self.regression,
-                                          trainer.strategy, what=f"Predicting {predict_file}")
+                                  is_training=False), self.max_seq_length)
+        arrays = glue_task.concatenated(
+            trainer.aggregate(dataset, what=f"Predicting {predict_file}"))
         if len(arrays["predictions"]) != len(examples):
             raise RuntimeError(f"{predict_file}: {len(arrays['predictions'])} predictions for "
                                f"{len(examples)} examples; delete the stale cache file")

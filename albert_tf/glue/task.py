@@ -6,19 +6,19 @@ for classification; for sts-b the logits are squeezed to [B] and the loss is the
 Predictions are the argmax (the logit for sts-b); probabilities are the softmax (the raw [B, 1]
 logits for sts-b, as the original).
 
-Evaluation runs the model over the whole dev set (`predict_arrays`) and computes the metrics in
-numpy (`metrics.glue_metrics`): exact rather than streaming, and Spearman needs every
-prediction at once.
+Evaluation collects every prediction of the dev set (`aggregate_logs`) and computes the metrics
+in numpy (`reduce_aggregated_logs`, `metrics.glue_metrics`): exact rather than streaming, and
+Spearman needs every prediction at once.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from albert_tf.glue import features, metrics
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import prediction
-from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
 CLASSIFIER_DROPOUT = 0.1  # hard-coded in the original (keep_prob 0.9)
@@ -47,9 +47,8 @@ class ClassifierTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, task_name, num_labels, max_seq_length, train_file=None,
-                 eval_file=None, shuffle_buffer=100, length_buckets=None):
-        """`length_buckets`: trim each batch to one of these lengths (see
-        `training.length_buckets`); None pads to max_seq_length as the original."""
+                 eval_file=None, shuffle_buffer=100, batching=length_buckets_lib.PADDED):
+        """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
         self.albert_config = albert_config
         self.task_name = task_name.lower()
         self.num_labels = num_labels
@@ -57,22 +56,17 @@ class ClassifierTask(task_lib.Task):
         self.train_file = train_file
         self.eval_file = eval_file
         self.shuffle_buffer = shuffle_buffer
-        self.length_buckets = length_buckets
+        self.batching = batching
         self.regression = features.is_regression(self.task_name)
         self.eval_metric_name = metrics.selection_metric(self.task_name)
 
     def build_model(self, strategy):
         return classifier.AlbertClassifier(
             self.albert_config, self.num_labels, dropout_rate=CLASSIFIER_DROPOUT,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
+            **self.batching.encoder_options)
 
     def _records(self, path, input_context):
-        dataset = tf.data.TFRecordDataset(path)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
-        return dataset
+        return task_lib.shard(tf.data.TFRecordDataset(path), input_context)
 
     def _parsed(self, dataset, batch_size, drop_remainder):
         return dataset.batch(batch_size, drop_remainder=drop_remainder).map(
@@ -84,15 +78,14 @@ class ClassifierTask(task_lib.Task):
             raise ValueError("ClassifierTask has no train_file")
         dataset = self._records(self.train_file, input_context).repeat().shuffle(self.shuffle_buffer)
         examples = self._parsed(dataset, batch_size, drop_remainder=True).unbatch()
-        return length_buckets_lib.group_batches(examples, batch_size, self.length_buckets,
-                                                self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+        return self.batching.train_batches(examples, batch_size,
+                                           self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
             raise ValueError("ClassifierTask has no eval_file")
         dataset = self._parsed(self._records(self.eval_file, input_context), batch_size, False)
-        return length_buckets_lib.trim_dataset(dataset, self.length_buckets,
-                                               self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+        return self.batching.trim(dataset, self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def per_example_loss(self, features_, outputs):
         return per_example_loss(outputs["logits"], features_["label_ids"], self.regression)
@@ -107,6 +100,35 @@ class ClassifierTask(task_lib.Task):
         if "accuracy" in metrics_:
             metrics_["accuracy"].update_state(features_["label_ids"], outputs["logits"])
 
+    def eval_step_outputs(self, features_, outputs):
+        return step_outputs(outputs["logits"], features_, self.regression)
+
+    def aggregate_logs(self, state, step_outputs_):
+        """Every batch's arrays, in order."""
+        state = [] if state is None else state
+        state.append(step_outputs_)
+        return state
+
+    def reduce_aggregated_logs(self, state):
+        return evaluate_arrays(self.task_name, concatenated(state))
+
+
+def step_outputs(logits, batch, regression):
+    """One batch's `logits`, `probabilities`, `predictions`, `per_example_loss`, `label_ids`
+    and `is_real_example`."""
+    logits = tf.cast(logits, tf.float32)
+    outputs = outputs_from_logits(logits, regression)
+    outputs["logits"] = logits
+    outputs["per_example_loss"] = per_example_loss(logits, batch["label_ids"], regression)
+    outputs["label_ids"] = batch["label_ids"]
+    outputs["is_real_example"] = batch["is_real_example"]
+    return outputs
+
+
+def concatenated(state):
+    """The arrays of an aggregated state (a list of batches' arrays), rows in input order."""
+    return {name: np.concatenate([batch[name] for batch in state]) for name in state[0]}
+
 
 def predict_arrays(model, dataset, regression, strategy=None, what="Predicting"):
     """Runs `model` over a finite dataset of global batches, in order.
@@ -115,13 +137,7 @@ def predict_arrays(model, dataset, regression, strategy=None, what="Predicting")
     `per_example_loss`. Each batch is split over the strategy's replicas and gathered back.
     """
     def replica_step(batch):
-        logits = tf.cast(model(batch, training=False)["logits"], tf.float32)
-        outputs = outputs_from_logits(logits, regression)
-        outputs["logits"] = logits
-        outputs["per_example_loss"] = per_example_loss(logits, batch["label_ids"], regression)
-        outputs["label_ids"] = batch["label_ids"]
-        outputs["is_real_example"] = batch["is_real_example"]
-        return outputs
+        return step_outputs(model(batch, training=False)["logits"], batch, regression)
 
     return prediction.predict(strategy, replica_step, dataset=dataset, what=what)
 

@@ -40,14 +40,15 @@ class CacheSettings:
         return feature_records.keyed_path(requested_path, self.default_dir, key)
 
 
-def prepare_split(settings, split, requested_path=None):
-    """Returns the cache path of `split`, writing the cache first if it does not exist."""
+def prepare_split(settings, split, requested_path=None, tokenizer=None):
+    """Returns the cache path of `split`, writing the cache first if it does not exist;
+    `tokenizer`: the run's (a job's), else one made from `settings`."""
     features.check_lengths(settings.max_seq_length, settings.max_qa_length)
     path = settings.path(split, requested_path)
     if tf.io.gfile.exists(path):
         logging.info("RACE %s: reusing the feature cache %s", split, path)
         return path
-    tokenizer = tokenization.FullTokenizer.from_scratch(
+    tokenizer = tokenizer or tokenization.FullTokenizer.from_scratch(
         settings.vocab_file, settings.do_lower_case, settings.spm_model_file)
     normalize = examples.text_normalizer(bool(settings.spm_model_file), settings.do_lower_case)
     articles = list(reader.read_articles(settings.data_dir, split, settings.levels))

@@ -3,10 +3,9 @@ export is `export.race`).
 
     job = RaceJob(data_dir, output_dir, albert_config, max_seq_length=512, max_qa_length=128,
                   levels=("middle", "high"), spm_model_file="30k-clean.model")
-    trainer = job.build_trainer(strategy, training_config, do_train=True, do_eval=True)
-    job.train_and_evaluate(trainer, do_train=True, do_eval=True, eval_batch_size=8)
-    job.predict(trainer, predict_batch_size=8)   # predict_results.txt, test_predictions.tsv
-    export.race.export_from_checkpoint(job, resolve_best_checkpoint(output_dir), export_dir)
+    fine_tuning.train_evaluate_predict(job, options, training_config, strategy)
+    # eval_results.txt, model.ckpt-best; predict_results.txt, test_predictions.tsv
+    export.race.export_from_checkpoint(job, job.best_checkpoint(), export_dir)
 
 With --do_train and --do_eval together, each checkpoint is evaluated on the dev split as soon
 as it is saved, before the trainer's keep-checkpoint pruning can remove it, so every checkpoint
@@ -26,56 +25,32 @@ from absl import logging
 
 from albert_tf import errors
 from albert_tf.files import io_utils
-from albert_tf.text import tokenization
-from albert_tf.race import features, metrics, prepare, reader
+from albert_tf.race import features, prepare, reader
 from albert_tf.race import task as race_task
 from albert_tf.training import evaluation, fine_tuning, loop
+from albert_tf.training import length_buckets as length_buckets_lib
 
 PREDICT_RESULTS = "predict_results.txt"
 TEST_PREDICTIONS = "test_predictions.tsv"
 
 
-class RaceFlagError(errors.UserInputError):
-    """A flag combination run_race cannot run; the message names the flag."""
-
-
-def resolve_best_checkpoint(output_dir):
-    """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest checkpoint (warned)."""
-    return evaluation.best_or_latest_checkpoint(output_dir, RaceFlagError, "dev split")
-
-
 class RaceJob(fine_tuning.FineTuningJob):
     """RACE data settings, cache files and the model settings of one run."""
 
-    error_class = RaceFlagError
     dev_set_name = "dev split"
 
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, max_qa_length,
                  levels=reader.LEVELS, spm_model_file=None, vocab_file=None, do_lower_case=True,
                  dropout_prob=0.1, train_file=None, eval_file=None, predict_file=None,
-                 length_buckets=None):
-        if max_seq_length > albert_config.max_position_embeddings:
-            raise RaceFlagError(
-                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings "
-                f"{albert_config.max_position_embeddings} of --albert_config_file")
+                 batching=length_buckets_lib.PADDED):
+        super().__init__(output_dir, albert_config, max_seq_length, spm_model_file, vocab_file,
+                         do_lower_case, batching)
         features.check_lengths(max_seq_length, max_qa_length)
-        if not spm_model_file and not vocab_file:
-            raise RaceFlagError("give --spm_model_file (SentencePiece, the released models) or "
-                                "--vocab_file (WordPiece)")
         if not 0.0 <= dropout_prob < 1.0:
-            raise RaceFlagError(f"--dropout_prob={dropout_prob}: must be in [0, 1)")
-        albert_config.check_vocabulary(
-            len(tokenization.FullTokenizer.from_scratch(vocab_file, do_lower_case,
-                                                        spm_model_file).vocab),
-            spm_model_file or vocab_file)
-        self.output_dir = output_dir
-        self.albert_config = albert_config
-        self.max_seq_length = max_seq_length
+            raise errors.UserInputError(f"--dropout_prob={dropout_prob}: must be in [0, 1)")
         self.levels = tuple(levels)
         self.dropout_prob = dropout_prob
-        self.length_buckets = length_buckets
         self.requested = {"train": train_file, "dev": eval_file, "test": predict_file}
-        self._predictor = None
         self.settings = prepare.CacheSettings(
             data_dir=data_dir, levels=self.levels, max_seq_length=max_seq_length,
             max_qa_length=max_qa_length, do_lower_case=do_lower_case,
@@ -83,38 +58,26 @@ class RaceJob(fine_tuning.FineTuningJob):
 
     def cache(self, split):
         """The feature cache of `split` (train, dev or test), written if missing."""
-        return prepare.prepare_split(self.settings, split, self.requested[split])
+        return prepare.prepare_split(self.settings, split, self.requested[split], self.tokenizer)
 
     def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
         """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
         task = race_task.RaceTask(
             self.albert_config, self.max_seq_length, self.levels, self.dropout_prob,
-            length_buckets=self.length_buckets,
+            batching=self.batching,
             train_file=self.cache("train") if do_train else None,
             eval_file=self.cache("dev") if do_eval else None)
         return loop.Trainer(task, strategy, training_config)
-
-    def score(self, trainer, checkpoint_path, path, batch_size):
-        """(metrics with `global_step`, predict arrays) of one checkpoint on one cache file."""
-        step = trainer.checkpoints.restore_model(checkpoint_path)
-        if self._predictor is None or self._predictor.model is not trainer.model:
-            self._predictor = race_task.Predictor(trainer.task, trainer.model, trainer.strategy)
-        arrays = self._predictor(path, batch_size)
-        results = metrics.race_metrics(arrays["logits"], arrays["label_ids"],
-                                       arrays["level_ids"], self.levels)
-        results["global_step"] = step
-        return results, arrays
-
-    def evaluate(self, trainer, checkpoint_path, batch_size):
-        results, _ = self.score(trainer, checkpoint_path, trainer.task.eval_file, batch_size)
-        trainer.write_eval_summaries(results)
-        return results
 
     def predict(self, trainer, batch_size):
         """Scores the test split with model.ckpt-best; returns the two files written."""
         checkpoint = self.best_checkpoint()
         test_file = self.cache("test")
-        results, arrays = self.score(trainer, checkpoint, test_file, batch_size)
+        step = trainer.checkpoints.restore_model(checkpoint)
+        state = trainer.aggregate(trainer.task.dataset_of(test_file, batch_size, with_index=True),
+                                  what=f"Scoring {test_file}")
+        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
+        arrays = race_task.arrays_of(state)
         ids = race_task.question_ids(test_file)
         if len(ids) != len(arrays["label_ids"]):
             raise RuntimeError(f"{test_file}: {len(arrays['label_ids'])} predictions for "

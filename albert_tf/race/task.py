@@ -2,9 +2,10 @@
 
 Evaluation batches are padded with `is_real_example = 0` records to whole batches on every
 replica (static shapes, as a TPU needs; the original padded on TPU only); the loss and the
-accuracy weight examples by `is_real_example`, so padding never counts. `Predictor` scores a
-whole cache file under any strategy and drops the padding; evaluation and prediction compute
-their metrics from its arrays (`metrics.race_metrics`).
+accuracy weight examples by `is_real_example`, so padding never counts. Evaluation and
+prediction collect every question's logits (`aggregate_logs`), drop the padding, put the rows in
+record order (`arrays_of`) and compute the metrics (`reduce_aggregated_logs`,
+`metrics.race_metrics`); `Predictor` does the same for a cache file read per input pipeline.
 """
 
 import keras
@@ -12,10 +13,9 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.modeling import multiple_choice
-from albert_tf.race import cache, reader
+from albert_tf.race import cache, metrics as race_metrics, reader
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import prediction
-from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
 TRAIN_SHUFFLE_BUFFER = 1000  # serialized records; the original shuffled 100 parsed ones
@@ -60,31 +60,24 @@ class RaceTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
-                 train_file=None, eval_file=None, length_buckets=None):
-        """`length_buckets`: trim each batch to one of these lengths (see
-        `training.length_buckets`); None pads to max_seq_length as the original."""
+                 train_file=None, eval_file=None, batching=length_buckets_lib.PADDED):
+        """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
         self.albert_config = albert_config
         self.max_seq_length = max_seq_length
         self.levels = tuple(level for level in reader.LEVELS if level in levels)
         self.dropout_prob = dropout_prob
         self.train_file = train_file
         self.eval_file = eval_file
-        self.length_buckets = length_buckets
+        self.batching = batching
 
     def build_model(self, strategy):
         return multiple_choice.AlbertMultipleChoice(
             self.albert_config, num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
+            **self.batching.encoder_options)
 
     def _records(self, path, input_context, with_index=False):
         dataset = tf.data.TFRecordDataset(path)
-        if with_index:
-            dataset = dataset.enumerate()
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
-        return dataset
+        return task_lib.shard(dataset.enumerate() if with_index else dataset, input_context)
 
     def _parse(self, record, index=None):
         fields = _model_fields(cache.parse(record, self.max_seq_length))
@@ -98,13 +91,13 @@ class RaceTask(task_lib.Task):
         dataset = self._records(self.train_file, input_context).repeat()
         examples = dataset.shuffle(TRAIN_SHUFFLE_BUFFER).map(
             self._parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return length_buckets_lib.group_batches(examples, batch_size, self.length_buckets,
-                                                self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+        return self.batching.train_batches(examples, batch_size,
+                                           self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
             raise ValueError("RaceTask has no eval_file")
-        return self.dataset_of(self.eval_file, batch_size, input_context)
+        return self.dataset_of(self.eval_file, batch_size, input_context, with_index=True)
 
     def dataset_of(self, path, batch_size, input_context=None, with_index=False):
         """Padded evaluation batches of any cache file; `with_index` adds `record_index` (the
@@ -118,7 +111,7 @@ class RaceTask(task_lib.Task):
         return self._trimmed(batches).prefetch(tf.data.AUTOTUNE)
 
     def _trimmed(self, batches):
-        return length_buckets_lib.trim_dataset(batches, self.length_buckets, self.max_seq_length)
+        return self.batching.trim(batches, self.max_seq_length)
 
     def per_example_loss(self, features, outputs):
         losses = multiple_choice.per_example_loss(features["label_ids"], outputs["logits"])
@@ -141,6 +134,43 @@ class RaceTask(task_lib.Task):
             features["label_ids"], outputs["logits"],
             sample_weight=tf.cast(features["is_real_example"], tf.float32))
 
+    def eval_step_outputs(self, features, outputs):
+        """Needs `record_index` (`dataset_of(..., with_index=True)`)."""
+        return {"logits": tf.cast(outputs["logits"], tf.float32),
+                "record_index": features["record_index"], "label_ids": features["label_ids"],
+                "level_ids": features["level_ids"]}
+
+    def aggregate_logs(self, state, step_outputs):
+        state = [] if state is None else state
+        state.append(step_outputs)
+        return state
+
+    def reduce_aggregated_logs(self, state):
+        arrays = arrays_of(state)
+        return race_metrics.race_metrics(arrays["logits"], arrays["label_ids"],
+                                         arrays["level_ids"], self.levels)
+
+
+def arrays_of(state):
+    """The aggregated batches as arrays in record order, padding dropped, with
+    `probabilities` [N, 4] and `predictions` [N] added."""
+    arrays = {name: np.concatenate([batch[name] for batch in state]) for name in state[0]}
+    return with_predictions(_in_record_order(arrays))
+
+
+def _in_record_order(arrays):
+    real = arrays["record_index"] >= 0
+    order = np.argsort(arrays["record_index"][real], kind="stable")
+    return {name: value[real][order] for name, value in arrays.items()}
+
+
+def with_predictions(arrays):
+    logits = arrays["logits"]
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)
+    arrays["predictions"] = logits.argmax(axis=-1)
+    return arrays
+
 
 def question_ids(path):
     """[(article id, question index)] of a cache file, in record order."""
@@ -158,10 +188,8 @@ class Predictor:
         self.task, self.model, self.strategy = task, model, strategy
 
     def _replica_fn(self, batch):
-        outputs = self.task.call_model(self.model, batch, training=False)
-        return {"logits": tf.cast(outputs["logits"], tf.float32),
-                "record_index": batch["record_index"], "label_ids": batch["label_ids"],
-                "level_ids": batch["level_ids"]}
+        return self.task.eval_step_outputs(
+            batch, self.task.call_model(self.model, batch, training=False))
 
     def __call__(self, path, batch_size):
         """Numpy arrays in record order: `logits`, `probabilities` [N, 4], `predictions`,
@@ -170,10 +198,6 @@ class Predictor:
             per_replica = input_context.get_per_replica_batch_size(batch_size)
             return self.task.dataset_of(path, per_replica, input_context, with_index=True)
 
-        arrays = prediction.predict(self.strategy, self._replica_fn, dataset_fn=dataset_fn,
-                                    order_key="record_index", what=f"Scoring {path}")
-        logits = arrays["logits"]
-        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)
-        arrays["predictions"] = logits.argmax(axis=-1)
-        return arrays
+        return with_predictions(prediction.predict(
+            self.strategy, self._replica_fn, dataset_fn=dataset_fn, order_key="record_index",
+            what=f"Scoring {path}"))

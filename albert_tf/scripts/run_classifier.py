@@ -78,8 +78,9 @@ def run(flag_values):
         flag_values.max_seq_length, spm_model_file=flag_values.spm_model_file,
         vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
         cached_dir=flag_values.cached_dir,
-        length_buckets=training_flags.length_buckets_from_flags(flag_values, strategy))
-    _, summary = fine_tuning.train_evaluate_predict(job, flag_values, strategy)
+        batching=training_flags.batching_from_flags(flag_values, strategy))
+    _, summary = fine_tuning.train_evaluate_predict(
+        job, *training_flags.flow_from_flags(flag_values), strategy)
     if flag_values.export_dir:
         threshold = flag_values.threshold_to_export
         path = classifier_export.export_from_checkpoint(
@@ -90,7 +91,7 @@ def run(flag_values):
     if flag_values.export_preprocessor_dir:
         path = preprocessor_export.write_preprocessor(
             flag_values.spm_model_file, flag_values.do_lower_case, flag_values.max_seq_length,
-            flag_values.export_preprocessor_dir)
+            flag_values.export_preprocessor_dir, job.batching.served())
         logging.info("Exported the text preprocessor %s", path)
     return summary
 

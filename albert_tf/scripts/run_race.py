@@ -80,8 +80,9 @@ def run(flag_values):
         vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
         dropout_prob=flag_values.dropout_prob, train_file=flag_values.train_file,
         eval_file=flag_values.eval_file, predict_file=flag_values.predict_file,
-        length_buckets=training_flags.length_buckets_from_flags(flag_values, strategy))
-    _, summary = fine_tuning.train_evaluate_predict(job, flag_values, strategy)
+        batching=training_flags.batching_from_flags(flag_values, strategy))
+    _, summary = fine_tuning.train_evaluate_predict(
+        job, *training_flags.flow_from_flags(flag_values), strategy)
     if flag_values.export_dir:
         checkpoint = job.best_checkpoint()
         path = race_export.export_from_checkpoint(job, checkpoint, flag_values.export_dir,

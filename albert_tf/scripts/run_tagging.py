@@ -45,8 +45,9 @@ def run(flag_values):
         flag_values.data_dir, flag_values.output_dir, albert_config, flag_values.max_seq_length,
         spm_model_file=flag_values.spm_model_file, vocab_file=flag_values.vocab_file,
         do_lower_case=flag_values.do_lower_case,
-        length_buckets=training_flags.length_buckets_from_flags(flag_values, strategy))
-    return fine_tuning.train_evaluate_predict(job, flag_values, strategy)[1]
+        batching=training_flags.batching_from_flags(flag_values, strategy))
+    return fine_tuning.train_evaluate_predict(
+        job, *training_flags.flow_from_flags(flag_values), strategy)[1]
 
 
 def entry():

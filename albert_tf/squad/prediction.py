@@ -29,15 +29,24 @@ RAW_OUTPUTS = ("start_logits", "end_logits", "start_top_log_probs", "start_top_i
 TUNED_ON_PREDICT_SET = "predict_file (tuned on the evaluated set, not held out)"
 
 
+def step_outputs(model, batch):
+    """One batch's raw outputs (float32) and `unique_ids`: what post-processing reads."""
+    outputs = model({k: batch[k] for k in MODEL_INPUTS}, training=False)
+    outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v
+               for k, v in outputs.items() if k in RAW_OUTPUTS}
+    return dict(outputs, unique_ids=batch["unique_ids"])
+
+
 class SquadEvaluator:
-    """`evaluate(model, output_dir)` → results dict; writes the prediction files."""
+    """`evaluate(model, output_dir)` → results dict; writes the prediction files. `score` does
+    the same from raw results collected elsewhere (`squad.task.SquadTask`'s aggregated logs)."""
 
     def __init__(self, predict_set, version_2_with_negative, max_seq_length, batch_size,
                  n_best_size=20, max_answer_length=30, start_n_top=5, end_n_top=5,
-                 threshold_set=None, fixed_threshold=None, strategy=None, length_buckets=None):
-        """`strategy`: the model's (each batch is split over its replicas); `length_buckets`:
-        trim batches to a bucket length (`training.length_buckets`; v2 only, whose heads mask
-        padding out, so the results are those of the padded batches)."""
+                 threshold_set=None, fixed_threshold=None, strategy=None,
+                 batching=length_buckets_lib.PADDED):
+        """`strategy`: the model's (each batch is split over its replicas); `batching`: the
+        run's `training.length_buckets.Batching`."""
         self.predict_set, self.threshold_set = predict_set, threshold_set
         self.version_2 = version_2_with_negative
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
@@ -45,25 +54,20 @@ class SquadEvaluator:
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.fixed_threshold = fixed_threshold
         self.strategy = strategy
-        if length_buckets is not None and not version_2_with_negative:
-            raise ValueError("length buckets need SQuAD v2's masked heads")
-        self.length_buckets = length_buckets
+        self.batching = batching
 
     def raw_results(self, model, predict_set):
         """RawResultV1/V2 for every window of `predict_set`, in record order."""
-        dataset = length_buckets_lib.trim_dataset(
+        dataset = self.batching.trim(
             records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
-                                     False).batch(self.batch_size),
-            self.length_buckets, self.max_seq_length)
-
-        def replica_fn(batch):
-            outputs = model({k: batch[k] for k in MODEL_INPUTS}, training=False)
-            outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v
-                       for k, v in outputs.items() if k in RAW_OUTPUTS}
-            return dict(outputs, unique_ids=batch["unique_ids"])
-
-        outputs = prediction.predict(self.strategy, replica_fn, dataset=dataset,
+                                     False).batch(self.batch_size), self.max_seq_length)
+        outputs = prediction.predict(self.strategy, lambda batch: step_outputs(model, batch),
+                                     dataset=dataset,
                                      what=f"Predicting {predict_set.input_file}")
+        return self.raw_results_of(outputs)
+
+    def raw_results_of(self, outputs):
+        """RawResultV1/V2 of each row of `step_outputs` arrays."""
         results = []
         for i, unique_id in enumerate(outputs["unique_ids"]):
             if self.version_2:
@@ -76,9 +80,9 @@ class SquadEvaluator:
                     int(unique_id), outputs["start_logits"][i], outputs["end_logits"][i]))
         return results
 
-    def _predict_v2(self, model, predict_set):
+    def _predict_v2(self, raw_results, predict_set):
         return postprocess.predict_v2(
-            predict_set.examples, predict_set.features, self.raw_results(model, predict_set),
+            predict_set.examples, predict_set.features, raw_results(predict_set),
             self.n_best_size, self.max_answer_length, self.start_n_top, self.end_n_top)
 
     @property
@@ -91,12 +95,15 @@ class SquadEvaluator:
         """Writes the prediction files of an unlabelled predict set; returns its threshold
         (v2) or None. v2 takes --null_score_diff_threshold, else the best threshold on
         --threshold_predict_file, else 0.0 (the original's default)."""
+        def raw_results(predict_set):
+            return self.raw_results(model, predict_set)
+
         if not self.version_2:
-            self._write_v1(model, output_dir)
+            self._write_v1(raw_results, output_dir)
             return None
-        best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
+        best_texts, nbest, null_odds = self._predict_v2(raw_results, self.predict_set)
         if self.fixed_threshold is not None or self.threshold_set is not None:
-            threshold, _ = self._choose_threshold(model, best_texts, null_odds)
+            threshold, _ = self._choose_threshold(raw_results, best_texts, null_odds)
         else:
             threshold = 0.0
             logging.warning("%s has no answers to tune the no-answer threshold on and no "
@@ -106,21 +113,26 @@ class SquadEvaluator:
         return threshold
 
     def evaluate(self, model, output_dir):
+        return self.score(lambda predict_set: self.raw_results(model, predict_set), output_dir)
+
+    def score(self, raw_results, output_dir):
+        """The official scores of the predict set, from `raw_results(predict set)` → its
+        RawResults (the threshold set's too, when there is one); writes the prediction files."""
         if not self.version_2:
-            predictions = self._write_v1(model, output_dir)
+            predictions = self._write_v1(raw_results, output_dir)
             return dict(metrics.evaluate_v1(self.predict_set.dataset, predictions))
-        best_texts, nbest, null_odds = self._predict_v2(model, self.predict_set)
-        threshold, source = self._choose_threshold(model, best_texts, null_odds)
+        best_texts, nbest, null_odds = self._predict_v2(raw_results, self.predict_set)
+        threshold, source = self._choose_threshold(raw_results, best_texts, null_odds)
         predictions = self._write_v2(output_dir, best_texts, nbest, null_odds, threshold)
         results = dict(metrics.evaluate_v2(self.predict_set.dataset, predictions))
         results["null_score_diff_threshold"] = threshold
         results["null_threshold_chosen_on"] = source
         return results
 
-    def _write_v1(self, model, output_dir):
+    def _write_v1(self, raw_results, output_dir):
         predictions, nbest = postprocess.predict_v1(
             self.predict_set.examples, self.predict_set.features,
-            self.raw_results(model, self.predict_set), self.n_best_size, self.max_answer_length)
+            raw_results(self.predict_set), self.n_best_size, self.max_answer_length)
         postprocess.write_prediction_files(output_dir, predictions, nbest)
         return predictions
 
@@ -130,13 +142,13 @@ class SquadEvaluator:
         postprocess.write_prediction_files(output_dir, predictions, nbest, null_odds)
         return predictions
 
-    def _choose_threshold(self, model, best_texts, null_odds):
+    def _choose_threshold(self, raw_results, best_texts, null_odds):
         """(threshold, where it came from); see the module docstring."""
         if self.fixed_threshold is not None:
             return self.fixed_threshold, "--null_score_diff_threshold"
         if self.threshold_set is not None:
             labelled = self.threshold_set
-            best_texts, _, null_odds = self._predict_v2(model, labelled)
+            best_texts, _, null_odds = self._predict_v2(raw_results, labelled)
             source = f"threshold_predict_file {labelled.input_file}"
         else:
             labelled, source = self.predict_set, TUNED_ON_PREDICT_SET

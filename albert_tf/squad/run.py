@@ -1,4 +1,14 @@
-"""What `run_squad.py` does, for v1.1 and v2.0: prepare features, train, evaluate checkpoints.
+"""The run_squad.py job, for v1.1 and v2.0, on the shared fine-tuning flow.
+
+    job = SquadJob(SquadRun(version_2_with_negative=True, train_file=..., predict_file=...),
+                   output_dir, albert_config, max_seq_length=384, spm_model_file=...,
+                   batching=batching)
+    fine_tuning.train_evaluate_predict(job, job.flow_options(...), training_config, strategy)
+
+What differs from GLUE is hooks, not a flow: the step counts follow from the train file and
+--num_train_epochs (`training_config`); the predict file is the evaluation set when it has
+answers (every checkpoint scored with the official scoring as it is written, `squad.task`),
+else it is only predicted; v2 chooses its no-answer threshold (`squad.prediction`).
 
 Fixes of the original's bugs:
 - predict-only runs need no `--train_file` (v1 crashed on `int < None`; v2 read the train
@@ -16,26 +26,20 @@ import dataclasses
 import math
 import os
 
-import tensorflow as tf
 from absl import logging
 
 from albert_tf import checkpoints, errors
 from albert_tf.files import io_utils
-from albert_tf.text import tokenization
-from albert_tf.config import AlbertConfig
 from albert_tf.squad import data, prediction, reader
 from albert_tf.squad import task as squad_task
-from albert_tf.training import evaluation, fine_tuning, loop
-from albert_tf.training import flags as training_flags
+from albert_tf.training import evaluation, fine_tuning, length_buckets, loop
 
 
 @dataclasses.dataclass
 class SquadRun:
-    """Everything `run_squad.py` takes, by flag name (see run_squad.py for the meanings)."""
+    """SQuAD's own options, by flag name (see run_squad.py for the meanings); the shared ones
+    (config, vocabulary, lengths, batch sizes, what to run) are the job's and the flow's."""
 
-    albert_config_file: str
-    spm_model_file: str
-    output_dir: str
     version_2_with_negative: bool = False
     train_file: str = None
     predict_file: str = None
@@ -44,14 +48,8 @@ class SquadRun:
     train_feature_file: str = None
     predict_feature_file: str = None
     predict_feature_left_file: str = None
-    do_lower_case: bool = True
-    max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
-    do_train: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    predict_batch_size: int = 8
     num_train_epochs: float = 3.0
     warmup_proportion: float = 0.1
     n_best_size: int = 20
@@ -60,47 +58,39 @@ class SquadRun:
     end_n_top: int = 5
     dropout_prob: float = 0.1
     use_einsum: bool = True
-    init_checkpoint: str = None
-    allow_random_init: bool = False
-    eval_timeout_secs: float = 7200.0
-    length_buckets: str = "auto"
 
-    def validate(self, albert_config):
+    def validate(self, max_seq_length, do_train, do_predict):
         for name in ("num_train_epochs", "warmup_proportion", "dropout_prob",
                      "null_score_diff_threshold"):  # absl's bounds let NaN through
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise errors.UserInputError(f"--{name}={value}: expected a finite number")
-        if not (self.do_train or self.do_predict):
-            raise errors.UserInputError("At least one of --do_train, --do_predict (or --export_dir) "
-                             "must be given")
-        if self.do_train and not self.train_file:
+        if not (do_train or do_predict):
+            raise errors.UserInputError("At least one of --do_train, --do_predict (or "
+                                        "--export_dir) must be given")
+        if do_train and not self.train_file:
             raise errors.UserInputError("--do_train needs --train_file")
-        fine_tuning.check_init_checkpoint(self.init_checkpoint, self.allow_random_init,
-                                          self.do_train, self.output_dir)
-        if self.do_predict and not self.predict_file:
+        if do_predict and not self.predict_file:
             raise errors.UserInputError("--do_predict needs --predict_file")
-        if self.max_seq_length > albert_config.max_position_embeddings:
+        if max_seq_length <= self.max_query_length + 3:
             raise errors.UserInputError(
-                f"--max_seq_length={self.max_seq_length} exceeds max_position_embeddings="
-                f"{albert_config.max_position_embeddings} of {self.albert_config_file}")
-        if self.max_seq_length <= self.max_query_length + 3:
-            raise errors.UserInputError(f"--max_seq_length ({self.max_seq_length}) must be greater than "
-                             f"--max_query_length ({self.max_query_length}) + 3")
-        for name in ("doc_stride", "n_best_size", "max_answer_length", "predict_batch_size"):
+                f"--max_seq_length ({max_seq_length}) must be greater than --max_query_length "
+                f"({self.max_query_length}) + 3")
+        for name in ("doc_stride", "n_best_size", "max_answer_length"):
             if getattr(self, name) <= 0:
                 raise errors.UserInputError(f"--{name} must be > 0, got {getattr(self, name)}")
         if self.version_2_with_negative:
-            if self.start_n_top > self.max_seq_length or self.end_n_top > self.max_seq_length:
-                raise errors.UserInputError("--start_n_top and --end_n_top must be ≤ --max_seq_length")
+            if self.start_n_top > max_seq_length or self.end_n_top > max_seq_length:
+                raise errors.UserInputError(
+                    "--start_n_top and --end_n_top must be ≤ --max_seq_length")
         elif self.threshold_predict_file or self.null_score_diff_threshold is not None:
-            raise errors.UserInputError("--threshold_predict_file / --null_score_diff_threshold apply "
-                             "only with --version_2_with_negative")
+            raise errors.UserInputError("--threshold_predict_file / --null_score_diff_threshold "
+                                        "apply only with --version_2_with_negative")
 
-    @property
-    def feature_options(self):
-        return data.FeatureOptions(self.max_seq_length, self.doc_stride, self.max_query_length,
-                                   self.do_lower_case)
+
+def keep_padding(options):
+    """Why the run's model needs batches padded to max_seq_length (v1.1), or None (v2)."""
+    return None if options.version_2_with_negative else squad_task.KEEP_PADDING_V1
 
 
 def num_train_steps(num_examples, train_batch_size, num_train_epochs):
@@ -108,169 +98,139 @@ def num_train_steps(num_examples, train_batch_size, num_train_epochs):
     return int(num_examples / train_batch_size * num_train_epochs)
 
 
-def run(options, strategy, training_config):
-    """Trains and/or evaluates; returns the final results of the best checkpoint (or None).
+class SquadJob(fine_tuning.FineTuningJob):
+    """SQuAD's data, tokenizer and model settings; see the module docstring."""
 
-    `training_config`: a `loop.TrainingConfig` from the shared flags whose step counts are
-    replaced here (`num_train_steps`, `num_warmup_steps` follow from the train file).
-    """
-    albert_config = AlbertConfig.from_json_file(options.albert_config_file)
-    options.validate(albert_config)
-    for flag_name in ("train_file",) + (("predict_file",) if options.do_predict else ()):
-        reader.check_version(getattr(options, flag_name), f"--{flag_name}",
-                             options.version_2_with_negative)
-    tokenizer = tokenization.FullTokenizer.from_scratch(None, options.do_lower_case,
-                                                        options.spm_model_file)
-    albert_config.check_vocabulary(len(tokenizer.vocab), options.spm_model_file,
-                                   options.albert_config_file)
-    tf.io.gfile.makedirs(options.output_dir)
-    if options.do_train:
-        albert_config.write_beside(options.output_dir)
+    dev_set_name = "predict file"
 
-    train_records, total_steps = None, None
-    if options.do_train:
-        train_records = data.prepare_training_records(
-            options.train_file, tokenizer, options.spm_model_file, options.feature_options,
-            options.output_dir, options.train_feature_file)
-        num_examples = train_records.num_examples
-    elif options.train_file:
-        num_examples = len(data.read_training_examples(options.train_file))
-    if options.train_file:
-        total_steps = num_train_steps(num_examples, training_config.train_batch_size,
-                                      options.num_train_epochs)
-        if total_steps <= 0:
-            raise errors.UserInputError(f"{options.train_file}: {num_examples} examples × "
-                             f"{options.num_train_epochs} epochs / batch "
-                             f"{training_config.train_batch_size} gives no training step")
-        logging.info("num_train_steps = %d (%d examples)", total_steps, num_examples)
+    def __init__(self, options, output_dir, albert_config, max_seq_length, spm_model_file,
+                 do_lower_case=True, batching=length_buckets.PADDED, predict_batch_size=8,
+                 init_checkpoint=None, config_source="--albert_config_file"):
+        """`options`: a `SquadRun`; `init_checkpoint`: what an empty `output_dir` predicts
+        with (a fine-tuned SQuAD checkpoint)."""
+        super().__init__(output_dir, albert_config, max_seq_length, spm_model_file, None,
+                         do_lower_case, batching, config_source)
+        self.options = options
+        self.predict_batch_size = predict_batch_size
+        self.init_checkpoint = init_checkpoint
+        self.feature_options = data.FeatureOptions(max_seq_length, options.doc_stride,
+                                                   options.max_query_length, do_lower_case)
+        self.train_records = None
+        self.total_steps = None  # from --train_file; None without one
+        self._scorer = None
+        self.results = None  # the best checkpoint's scores (or the threshold) once predicted
 
-    buckets = _length_buckets(options, strategy)
-    task = squad_task.SquadTask(
-        albert_config, options.version_2_with_negative, options.max_seq_length,
-        train_records.record_file if train_records else None, options.start_n_top,
-        options.end_n_top, options.dropout_prob, options.use_einsum, buckets)
-    config = dataclasses.replace(
-        training_config, output_dir=options.output_dir, init_checkpoint=options.init_checkpoint,
-        num_train_steps=total_steps or 1,
-        num_warmup_steps=int((total_steps or 0) * options.warmup_proportion))
-    trainer = loop.Trainer(task, strategy, config)
-    if not options.do_predict:
-        trainer.train()
-        return None
-    return evaluate_checkpoints(trainer, _evaluator(options, tokenizer, strategy, buckets),
-                                options, total_steps)
+    def flow_options(self, output_dir, do_train, do_predict, **shared):
+        """The flow's `FlowOptions`: SQuAD's --do_predict evaluates every checkpoint on a
+        predict file with answers, and in any case predicts it with the best checkpoint."""
+        self.options.validate(self.max_seq_length, do_train, do_predict)
+        for flag_name in ("train_file",) + (("predict_file",) if do_predict else ()):
+            reader.check_version(getattr(self.options, flag_name), f"--{flag_name}",
+                                 self.options.version_2_with_negative)
+        labelled = do_predict and prediction.has_answers(
+            reader.load_squad_json(self.options.predict_file))
+        return fine_tuning.FlowOptions(output_dir, do_train=do_train, do_eval=labelled,
+                                       do_predict=do_predict,
+                                       eval_batch_size=self.predict_batch_size,
+                                       predict_batch_size=self.predict_batch_size, **shared)
 
+    def scorer(self):
+        """The `prediction.SquadEvaluator` of --predict_file (features prepared once)."""
+        if self._scorer is None:
+            options = self.options
 
-def _length_buckets(options, strategy):
-    """v2 trims batches to a bucket length (`training.length_buckets`); v1 pads fully: its
-    heads score padding positions as the original's did, so trimming would change its loss
-    and n-best lists."""
-    if options.version_2_with_negative:
-        return training_flags.resolve_length_buckets(options.length_buckets,
-                                                     options.max_seq_length, strategy)
-    if options.length_buckets.strip().lower() not in ("auto", "off", "none", "false", "0"):
-        raise errors.UserInputError(
-            f"--length_buckets={options.length_buckets}: SQuAD v1.1's heads score padding "
-            "positions (as the original's), so trimmed batches would change its loss and "
-            "answers; length buckets need --version_2_with_negative")
-    return None
+            def prepare(input_file, name, record_flag=None, side_flag=None):
+                return data.prepare_predict_set(
+                    input_file, self.tokenizer, self.spm_model_file, self.feature_options,
+                    self.output_dir, name, record_flag, side_flag)
 
+            predict_set = prepare(options.predict_file, "eval", options.predict_feature_file,
+                                  options.predict_feature_left_file)
+            threshold_set = (prepare(options.threshold_predict_file, "threshold")
+                             if options.threshold_predict_file else None)
+            self._scorer = prediction.SquadEvaluator(
+                predict_set, options.version_2_with_negative, self.max_seq_length,
+                self.predict_batch_size, options.n_best_size, options.max_answer_length,
+                options.start_n_top, options.end_n_top, threshold_set,
+                options.null_score_diff_threshold, batching=self.batching)
+        return self._scorer
 
-def _evaluator(options, tokenizer, strategy, buckets):
-    def prepare(input_file, name, record_flag=None, side_flag=None):
-        return data.prepare_predict_set(
-            input_file, tokenizer, options.spm_model_file, options.feature_options,
-            options.output_dir, name, record_flag, side_flag)
+    def training_config(self, training_config, do_train):
+        """Steps from the train file: int(examples / batch × epochs), warm-up a proportion."""
+        options = self.options
+        if do_train:
+            self.train_records = data.prepare_training_records(
+                options.train_file, self.tokenizer, self.spm_model_file, self.feature_options,
+                self.output_dir, options.train_feature_file)
+            num_examples = self.train_records.num_examples
+        elif options.train_file:
+            num_examples = len(data.read_training_examples(options.train_file))
+        if options.train_file:
+            self.total_steps = num_train_steps(num_examples, training_config.train_batch_size,
+                                               options.num_train_epochs)
+            if self.total_steps <= 0:
+                raise errors.UserInputError(
+                    f"{options.train_file}: {num_examples} examples × {options.num_train_epochs} "
+                    f"epochs / batch {training_config.train_batch_size} gives no training step")
+            logging.info("num_train_steps = %d (%d examples)", self.total_steps, num_examples)
+        return dataclasses.replace(
+            training_config, num_train_steps=self.total_steps or 1,
+            num_warmup_steps=int((self.total_steps or 0) * options.warmup_proportion))
 
-    predict_set = prepare(options.predict_file, "eval", options.predict_feature_file,
-                          options.predict_feature_left_file)
-    threshold_set = (prepare(options.threshold_predict_file, "threshold")
-                     if options.threshold_predict_file else None)
-    return prediction.SquadEvaluator(
-        predict_set, options.version_2_with_negative, options.max_seq_length,
-        options.predict_batch_size, options.n_best_size, options.max_answer_length,
-        options.start_n_top, options.end_n_top, threshold_set,
-        options.null_score_diff_threshold, strategy, buckets)
+    def last_step(self, trainer):
+        """The last training step; without a train file, the newest checkpoint present."""
+        if self.total_steps is not None:
+            return self.total_steps
+        existing = evaluation.list_checkpoints(self.output_dir)
+        return existing[-1][0] if existing else None
 
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+        options = self.options
+        scorer = self.scorer() if do_eval else None
+        task = squad_task.SquadTask(
+            self.albert_config, options.version_2_with_negative, self.max_seq_length,
+            self.train_records.record_file if do_train else None, options.start_n_top,
+            options.end_n_top, options.dropout_prob, options.use_einsum, self.batching,
+            scorer=scorer, output_dir=self.output_dir)
+        return loop.Trainer(task, strategy, training_config)
 
-def evaluate_checkpoints(trainer, evaluator, options, last_step):
-    """Scores every `model.ckpt-<step>` up to `last_step`, keeps the best, re-predicts with it.
+    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
+                           eval_timeout_secs=7200.0, poll_seconds=1.0):
+        if do_eval and not do_train and self.last_step(trainer) is None:
+            return None  # nothing to wait for: `predict` scores --init_checkpoint
+        return super().train_and_evaluate(trainer, do_train, do_eval, eval_batch_size,
+                                          eval_timeout_secs, poll_seconds)
 
-    With --do_train, each checkpoint is scored as soon as it is saved, before the trainer's
-    `keep_checkpoint_max` pruning can remove it. `last_step` None (no train file): the
-    checkpoints present now. No checkpoint at all: the `--init_checkpoint` itself (a fine-tuned
-    SQuAD checkpoint) is scored once.
-    """
-    output_dir = options.output_dir
-    results_path = os.path.join(output_dir, "eval_results.txt")
+    def predict(self, trainer, batch_size):
+        """Scores (or, without answers, predicts) the predict file with model.ckpt-best, else
+        the latest checkpoint, else --init_checkpoint; returns the files written."""
+        scorer = self.scorer()
+        scorer.strategy = trainer.strategy  # the model's, to predict an unlabelled file
+        checkpoint = self.best_checkpoint(fallback=self.init_checkpoint)
+        if not scorer.is_labelled:
+            trainer.checkpoints.restore_model(checkpoint)
+            threshold = scorer.predict_unlabelled(trainer.model, self.output_dir)
+            logging.info("%s has no answers: wrote the predictions of %s to %s and skipped "
+                         "scoring", self.options.predict_file, checkpoint, self.output_dir)
+            self.results = None if threshold is None else {"null_score_diff_threshold": threshold}
+            return self._prediction_files()
+        best = os.path.join(self.output_dir, checkpoints.BEST_CHECKPOINT_NAME)
+        if checkpoint != best and checkpoint != self.init_checkpoint:
+            logging.warning("No checkpoint was evaluated in %s", self.output_dir)
+            return []
+        self.results = self.evaluate(trainer, checkpoint, batch_size)
+        lines = [f"{key} = {self.results[key]}" for key in sorted(self.results)]
+        if checkpoint == best:
+            lines.append(f"best perf happened at step: {self.results['global_step']}")
+        else:
+            lines.insert(0, f"checkpoint = {checkpoint}")
+        io_utils.append_text(os.path.join(self.output_dir, "eval_results.txt"),
+                             "\n".join(lines) + "\n")
+        logging.info("%s with %s: %s", self.options.predict_file, checkpoint, ", ".join(lines))
+        return self._prediction_files()
 
-    def evaluate(prefix):
-        step = trainer.checkpoints.restore_model(prefix)
-        results = evaluator.evaluate(trainer.model, output_dir)
-        trainer.write_eval_summaries(
-            {k: v for k, v in dict(results, global_step=step).items()
-             if isinstance(v, (int, float))})
-        return results
-
-    if not evaluator.is_labelled:
-        if options.do_train:
-            trainer.train()
-        return _predict_unlabelled(trainer, evaluator, options,
-                                   evaluation.list_checkpoints(output_dir))
-    if options.do_train:
-        summary = evaluation.train_and_evaluate(
-            trainer, output_dir, evaluate, do_train=True, do_eval=True,
-            eval_timeout_secs=options.eval_timeout_secs, poll_seconds=1.0)
-    else:
-        existing = evaluation.list_checkpoints(output_dir)
-        if last_step is None and not existing:
-            return _evaluate_init_checkpoint(evaluate, options)
-        summary = evaluation.CheckpointEvaluator(
-            output_dir, evaluate, "f1", higher_is_better=True,
-            last_step=existing[-1][0] if last_step is None else last_step,
-            timeout_seconds=options.eval_timeout_secs).run()
-    best = os.path.join(output_dir, checkpoints.BEST_CHECKPOINT_NAME)
-    if not tf.io.gfile.exists(best + ".index"):
-        logging.warning("No checkpoint was evaluated in %s", output_dir)
-        return None
-    results = dict(evaluate(best), global_step=summary["best_step"])
-    lines = [f"{key} = {results[key]}" for key in sorted(results)]
-    io_utils.append_text(results_path, "\n".join(
-        lines + [f"best perf happened at step: {summary['best_step']}"]) + "\n")
-    logging.info("%s with model.ckpt-best (step %s): %s", options.predict_file,
-                 summary["best_step"], ", ".join(lines))
-    return results
-
-
-def _evaluate_init_checkpoint(evaluate, options):
-    """No checkpoint in --output_dir: scores --init_checkpoint (a fine-tuned SQuAD one) once."""
-    if not options.init_checkpoint:
-        raise errors.UserInputError(f"--do_predict: no model.ckpt-<step> in {options.output_dir} "
-                                 "and no --init_checkpoint to predict with")
-    results = evaluate(options.init_checkpoint)
-    lines = [f"{key} = {results[key]}" for key in sorted(results)]
-    io_utils.append_text(os.path.join(options.output_dir, "eval_results.txt"), "\n".join(
-        [f"checkpoint = {options.init_checkpoint}"] + lines) + "\n")
-    logging.info("%s with %s: %s", options.predict_file, options.init_checkpoint,
-                 ", ".join(lines))
-    return results
-
-
-def _predict_unlabelled(trainer, evaluator, options, existing):
-    """A predict file without answers (a test set): predictions from model.ckpt-best, else the
-    latest checkpoint, else --init_checkpoint; nothing to score."""
-    best = os.path.join(options.output_dir, checkpoints.BEST_CHECKPOINT_NAME)
-    if tf.io.gfile.exists(best + ".index"):
-        checkpoint = best
-    elif existing:
-        checkpoint = existing[-1][1]
-    elif options.init_checkpoint:
-        checkpoint = options.init_checkpoint
-    else:
-        raise errors.UserInputError(f"--do_predict: no checkpoint in {options.output_dir} and no "
-                                 "--init_checkpoint to predict with")
-    trainer.checkpoints.restore_model(checkpoint)
-    threshold = evaluator.predict_unlabelled(trainer.model, options.output_dir)
-    logging.info("%s has no answers: wrote the predictions of %s to %s and skipped scoring",
-                 options.predict_file, checkpoint, options.output_dir)
-    return None if threshold is None else {"null_score_diff_threshold": threshold}
+    def _prediction_files(self):
+        names = ["predictions.json", "nbest_predictions.json"]
+        if self.options.version_2_with_negative:
+            names.append("null_odds.json")
+        return [os.path.join(self.output_dir, name) for name in names]

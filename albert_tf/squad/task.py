@@ -1,17 +1,25 @@
-"""SQuAD as a `training.task.Task`: the v1 or v2 model, the training records, the loss.
+"""SQuAD as a `training.task.Task`: the v1 or v2 model, the training records, the loss, and the
+official scoring as whole-set evaluation (as TF Model Garden's question-answering task).
 
-Evaluation is not the loop's loss/metrics pass: a checkpoint is scored by predicting answers
-and running the official scoring (`squad.prediction.SquadEvaluator`), so the task's
+Evaluation is not the loop's loss/metrics pass: `aggregate_logs` collects the raw outputs of
+every window of the predict set (then of the --threshold_predict_file set, told apart by
+`part`), and `reduce_aggregated_logs` post-processes them into answers, writes the prediction
+files and runs the official scoring (`squad.prediction.SquadEvaluator.score`). The task's
 `eval_metric_name` is "f1", the key the evaluate-every-checkpoint loop keeps the best by.
 """
 
+import numpy as np
+import tensorflow as tf
+
 from albert_tf.modeling import squad_heads
-from albert_tf.squad import records
+from albert_tf.squad import prediction, records
 from albert_tf.training import length_buckets as length_buckets_lib
-from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
 TRAIN_SHUFFLE_BUFFER = 100  # the original's d.shuffle(buffer_size=100)
+KEEP_PADDING_V1 = ("SQuAD v1.1's heads score padding positions (as the original's), so trimmed "
+                   "batches would change its loss and answers; length buckets need "
+                   "--version_2_with_negative")
 
 
 class SquadTask(task_lib.Task):
@@ -22,11 +30,11 @@ class SquadTask(task_lib.Task):
 
     def __init__(self, albert_config, version_2_with_negative, max_seq_length,
                  train_record_file=None, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_einsum=True, length_buckets=None):
-        """`length_buckets`: trim training batches to a bucket length (v2 only: its heads mask
-        padding out of every softmax, so the loss is the padded batch's)."""
-        if length_buckets is not None and not version_2_with_negative:
-            raise ValueError("length buckets need SQuAD v2's masked heads")
+                 use_einsum=True, batching=length_buckets_lib.PADDED, scorer=None,
+                 output_dir=None):
+        """`batching`: the run's `training.length_buckets.Batching` (padded for v1.1, see
+        `KEEP_PADDING_V1`); `scorer`: the `prediction.SquadEvaluator` of the predict set
+        (None: no evaluation), writing its prediction files to `output_dir`."""
         self.albert_config = albert_config
         self.version_2_with_negative = version_2_with_negative
         self.max_seq_length = max_seq_length
@@ -34,25 +42,23 @@ class SquadTask(task_lib.Task):
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.dropout_prob = dropout_prob
         self.use_einsum = use_einsum
-        self.length_buckets = length_buckets
+        self.batching = batching
+        self.scorer, self.output_dir = scorer, output_dir
 
     def build_model(self, strategy):
         return squad_heads.build_squad_model(
             self.albert_config, self.version_2_with_negative, self.start_n_top, self.end_n_top,
             self.dropout_prob, self.use_einsum,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
+            **self.batching.encoder_options)
 
     def train_dataset(self, input_context, batch_size):
         if not self.train_record_file:
             raise ValueError("training needs --train_file")
-        dataset = records.tfrecord_dataset(self.train_record_file, self.max_seq_length, True)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
-        return length_buckets_lib.group_batches(
-            dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER), batch_size, self.length_buckets,
-            self.max_seq_length)
+        dataset = task_lib.shard(
+            records.tfrecord_dataset(self.train_record_file, self.max_seq_length, True),
+            input_context)
+        return self.batching.train_batches(dataset.repeat().shuffle(TRAIN_SHUFFLE_BUFFER),
+                                           batch_size, self.max_seq_length)
 
     def per_example_loss(self, features, outputs):
         if self.version_2_with_negative:
@@ -61,3 +67,40 @@ class SquadTask(task_lib.Task):
                 features["is_impossible"])
         return squad_heads.v1_per_example_loss(outputs, features["start_positions"],
                                                features["end_positions"])
+
+    def _eval_sets(self):
+        return [self.scorer.predict_set] + (
+            [self.scorer.threshold_set] if self.scorer.threshold_set is not None else [])
+
+    def eval_dataset(self, input_context, batch_size):
+        """The predict set's windows, then the threshold set's, each with its `part` index."""
+        if self.scorer is None:
+            raise ValueError("SquadTask has no predict set to evaluate on")
+        dataset = None
+        for part, predict_set in enumerate(self._eval_sets()):
+            windows = records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
+                                               False).map(
+                lambda features, part=part: dict(features, part=tf.constant(part)))
+            dataset = windows if dataset is None else dataset.concatenate(windows)
+        return self.batching.trim(task_lib.shard(dataset, input_context).batch(batch_size),
+                                  self.max_seq_length)
+
+    def eval_step_outputs(self, features, outputs):
+        raw = {name: outputs[name] for name in prediction.RAW_OUTPUTS if name in outputs}
+        return dict(raw, unique_ids=features["unique_ids"], part=features["part"])
+
+    def aggregate_logs(self, state, step_outputs):
+        state = [] if state is None else state
+        state.append(step_outputs)
+        return state
+
+    def reduce_aggregated_logs(self, state):
+        """The official scores (v2: with the no-answer threshold); writes the prediction
+        files."""
+        arrays = {name: np.concatenate([batch[name] for batch in state]) for name in state[0]}
+        by_set = {}
+        for part, predict_set in enumerate(self._eval_sets()):
+            rows = arrays["part"] == part
+            by_set[id(predict_set)] = self.scorer.raw_results_of(
+                {name: value[rows] for name, value in arrays.items()})
+        return self.scorer.score(lambda predict_set: by_set[id(predict_set)], self.output_dir)

@@ -3,9 +3,8 @@ evaluation of every checkpoint as it is saved, test predictions.
 
     job = TaggingJob(data_dir, output_dir, albert_config, max_seq_length=128,
                      spm_model_file="30k-clean.model")
-    trainer = job.build_trainer(strategy, training_config, do_train=True, do_eval=True)
-    job.train_and_evaluate(trainer, do_train=True, do_eval=True, eval_batch_size=32)
-    job.predict(trainer, batch_size=32)   # test_predictions.txt, test_results.txt
+    fine_tuning.train_evaluate_predict(job, options, training_config, strategy)
+    # eval_results.txt, model.ckpt-best; test_predictions.txt, test_results.txt
 """
 
 import os
@@ -13,12 +12,11 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import errors
 from albert_tf.files import feature_records, io_utils
-from albert_tf.text import tokenization
 from albert_tf.tagging import features, reader
 from albert_tf.tagging import task as tagging_task
 from albert_tf.training import fine_tuning, loop
+from albert_tf.training import length_buckets as length_buckets_lib
 
 LABELS_FILE = "labels.txt"
 CUT_WORD = "_"  # the prediction written for a word that did not fit in max_seq_length
@@ -28,23 +26,12 @@ class TaggingJob(fine_tuning.FineTuningJob):
     """One tagging data set's files, labels, tokenizer and model settings."""
 
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, spm_model_file=None,
-                 vocab_file=None, do_lower_case=True, length_buckets=None):
-        if not spm_model_file and not vocab_file:
-            raise errors.UserInputError("give --spm_model_file (SentencePiece) or --vocab_file "
-                                     "(WordPiece)")
-        if max_seq_length > albert_config.max_position_embeddings:
-            raise errors.UserInputError(
-                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings "
-                f"{albert_config.max_position_embeddings} of --albert_config_file")
-        self.data_dir, self.output_dir = data_dir, output_dir
-        self.albert_config = albert_config
-        self.max_seq_length = max_seq_length
-        self.vocabulary = spm_model_file or vocab_file
-        self.do_lower_case = do_lower_case
-        self.length_buckets = length_buckets
-        tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
-        albert_config.check_vocabulary(len(tokenizer.vocab), self.vocabulary)
-        self.word_pieces = features.WordPieces(tokenizer, do_lower_case)
+                 vocab_file=None, do_lower_case=True,
+                 batching=length_buckets_lib.PADDED):
+        super().__init__(output_dir, albert_config, max_seq_length, spm_model_file, vocab_file,
+                         do_lower_case, batching)
+        self.data_dir = data_dir
+        self.word_pieces = features.WordPieces(self.tokenizer, do_lower_case)
         self.labels = reader.label_list(data_dir)
 
     def records(self, split):
@@ -67,28 +54,18 @@ class TaggingJob(fine_tuning.FineTuningJob):
         eval_file = self.records("dev")[0] if do_eval else None
         reader.write_label_file(os.path.join(self.output_dir, LABELS_FILE), self.labels)
         task = tagging_task.TaggingTask(self.albert_config, self.labels, self.max_seq_length,
-                                        train_file, eval_file, self.length_buckets)
+                                        train_file, eval_file, self.batching)
         return loop.Trainer(task, strategy, training_config)
-
-    def score(self, trainer, checkpoint_path, path, batch_size):
-        """(metrics with `global_step`, aggregated state) of one checkpoint on one record file."""
-        step = trainer.checkpoints.restore_model(checkpoint_path)
-        state = trainer.aggregate(trainer.task.dataset_of(path, batch_size),
-                                  what=f"Tagging {os.path.basename(path)}")
-        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
-        return results, state
-
-    def evaluate(self, trainer, checkpoint_path, batch_size):
-        results, _ = self.score(trainer, checkpoint_path, trainer.task.eval_file, batch_size)
-        trainer.write_eval_summaries(results)
-        return results
 
     def predict(self, trainer, batch_size):
         """test_predictions.txt (`word gold predicted` per line) and test_results.txt from
         model.ckpt-best; returns the two paths."""
         checkpoint = self.best_checkpoint()
         path, sentences = self.records("test")
-        results, state = self.score(trainer, checkpoint, path, batch_size)
+        step = trainer.checkpoints.restore_model(checkpoint)
+        state = trainer.aggregate(trainer.task.dataset_of(path, batch_size),
+                                  what=f"Tagging {os.path.basename(path)}")
+        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
         blocks = []
         for index, sentence in enumerate(sentences):
             predicted = [self.labels[i] for i in state[index][1]]

@@ -13,7 +13,6 @@ import tensorflow as tf
 from albert_tf.modeling import token_classifier
 from albert_tf.tagging import features, metrics
 from albert_tf.training import length_buckets as length_buckets_lib
-from albert_tf.training import strategy as strategy_lib
 from albert_tf.training import task as task_lib
 
 
@@ -21,40 +20,35 @@ class TaggingTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, labels, max_seq_length, train_file=None, eval_file=None,
-                 length_buckets=None, shuffle_buffer=100, dropout_rate=0.1):
+                 batching=length_buckets_lib.PADDED, shuffle_buffer=100, dropout_rate=0.1):
         self.albert_config = albert_config
         self.labels = list(labels)
         self.bio = metrics.is_bio(self.labels)
         self.eval_metric_name = "f1" if self.bio else "eval_accuracy"
         self.max_seq_length = max_seq_length
         self.train_file, self.eval_file = train_file, eval_file
-        self.length_buckets = length_buckets
+        self.batching = batching
         self.shuffle_buffer = shuffle_buffer
         self.dropout_rate = dropout_rate
 
     def build_model(self, strategy):
         return token_classifier.AlbertTokenClassifier(
             self.albert_config, len(self.labels), self.dropout_rate,
-            use_one_hot_embeddings=strategy_lib.is_tpu(strategy),
-            skip_padding=length_buckets_lib.skips_padding(self.length_buckets, strategy))
+            **self.batching.encoder_options)
 
     def dataset_of(self, path, batch_size, input_context=None, training=False):
         """Batches of the records in `path` (repeated and shuffled when `training`)."""
-        dataset = tf.data.TFRecordDataset(path)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines,
-                                    input_context.input_pipeline_id)
+        dataset = task_lib.shard(tf.data.TFRecordDataset(path), input_context)
         if training:
             dataset = dataset.repeat().shuffle(self.shuffle_buffer)
         dataset = dataset.batch(batch_size, drop_remainder=training).map(
             lambda records: features.parse(records, self.max_seq_length),
             num_parallel_calls=tf.data.AUTOTUNE)
         if training:
-            dataset = length_buckets_lib.group_batches(dataset.unbatch(), batch_size,
-                                                       self.length_buckets, self.max_seq_length)
+            dataset = self.batching.train_batches(dataset.unbatch(), batch_size,
+                                                  self.max_seq_length)
         else:
-            dataset = length_buckets_lib.trim_dataset(dataset, self.length_buckets,
-                                                      self.max_seq_length)
+            dataset = self.batching.trim(dataset, self.max_seq_length)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def train_dataset(self, input_context, batch_size):

@@ -96,6 +96,12 @@ class CheckpointEvaluator:
     def _finished(self):
         return self.last_step is not None and self.last_evaluated >= self.last_step
 
+    def evaluate_if_new(self, step, prefix):
+        """Evaluates the checkpoint unless a step at or after it was evaluated already (the
+        trainer's `on_checkpoint` hook)."""
+        if step > self.last_evaluated:
+            self.evaluate_checkpoint(step, prefix)
+
     def evaluate_checkpoint(self, step, prefix):
         with output_lock.hold(self.directory, "eval"):
             return self._evaluate_checkpoint(step, prefix)
@@ -159,42 +165,10 @@ class CheckpointEvaluator:
                 "last_evaluated": self.last_evaluated}
 
 
-def best_or_latest_checkpoint(output_dir, error_class, eval_split="dev set"):
-    """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest checkpoint (warned);
-    raises `error_class` when there is neither."""
-    best = os.path.join(output_dir, BEST_NAME)
-    if tf.io.gfile.exists(best + checkpoints.INDEX_SUFFIX):
-        return best
-    latest = checkpoints.latest_checkpoint(output_dir)
-    if latest is None:
-        raise error_class(
-            f"{output_dir}: no model.ckpt-best and no checkpoint; run --do_train (and --do_eval, "
-            f"which chooses model.ckpt-best on the {eval_split}) with this --output_dir first")
-    logging.warning("%s has no model.ckpt-best (run --do_eval to choose one on the %s); "
-                    "using the latest checkpoint %s", output_dir, eval_split, latest)
-    return latest
-
-
-class _EvaluateOnSave:
-    """Wraps the trainer's checkpoint manager: every saved checkpoint is evaluated at once."""
-
-    def __init__(self, manager, evaluator):
-        self._manager = manager
-        self._evaluator = evaluator
-
-    def __getattr__(self, name):
-        return getattr(self._manager, name)
-
-    def save(self, step):
-        prefix = self._manager.save(step)
-        if step > self._evaluator.last_evaluated:
-            self._evaluator.evaluate_checkpoint(step, prefix)
-        return prefix
-
-
 def train_and_evaluate(trainer, directory, evaluate_fn, do_train, do_eval, eval_timeout_secs,
-                       poll_seconds):
-    """Trains (`do_train`) and/or evaluates every checkpoint (`do_eval`) by the task's metric.
+                       poll_seconds, last_step=None):
+    """Trains (`do_train`) and/or evaluates every checkpoint (`do_eval`) by the task's metric,
+    up to `last_step` (default: the last training step).
 
     When both run in one process, each checkpoint is evaluated as soon as it is saved (and those
     an interrupted run left are evaluated first). Returns the evaluator's summary or None."""
@@ -203,13 +177,13 @@ def train_and_evaluate(trainer, directory, evaluate_fn, do_train, do_eval, eval_
         evaluator = CheckpointEvaluator(
             directory, evaluate_fn, trainer.task.eval_metric_name,
             higher_is_better=trainer.task.eval_metric_higher_is_better,
-            last_step=trainer.config.num_train_steps,
+            last_step=trainer.config.num_train_steps if last_step is None else last_step,
             poll_seconds=poll_seconds, timeout_seconds=eval_timeout_secs)
     if do_train:
-        if evaluator is not None:
-            for step, prefix in list_checkpoints(directory):
-                if step > evaluator.last_evaluated:  # left by an interrupted run
-                    evaluator.evaluate_checkpoint(step, prefix)
-            trainer.checkpoints = _EvaluateOnSave(trainer.checkpoints, evaluator)
-        trainer.train()
+        if evaluator is None:
+            trainer.train()
+        else:
+            for step, prefix in list_checkpoints(directory):  # left by an interrupted run
+                evaluator.evaluate_if_new(step, prefix)
+            trainer.train(on_checkpoint=evaluator.evaluate_if_new)
     return evaluator.run() if evaluator is not None else None

@@ -1,59 +1,157 @@
 """The fine-tuning flow every task shares, from a built job to its written outputs.
 
-A task package (GLUE, RACE, tagging) provides a job: a `FineTuningJob` with its data, tokenizer
-and model settings, `build_trainer`, `evaluate` (one checkpoint on the dev set) and `predict`
-(the test set with model.ckpt-best). Its script defines `define_fine_tuning_flags` plus its own
-flags, builds the job and calls `train_evaluate_predict`:
+A task package (GLUE, RACE, tagging, SQuAD) provides a job: a `FineTuningJob` whose
+`__init__` runs the shared checks and sets up the tokenizer, and which defines
+`build_trainer` (its `Task` and the records the run needs) and `predict` (the test set with the
+best checkpoint). Evaluating a checkpoint is the same for every job: the task's
+`aggregate_logs` / `reduce_aggregated_logs` over its evaluation set. The script turns its flags
+into `FlowOptions` and a `loop.TrainingConfig` (`training.flags`) and calls
+`train_evaluate_predict`:
 
     job = glue_run.ClassifierJob(...)
-    trainer, summary = fine_tuning.train_evaluate_predict(job, flag_values, strategy)
+    trainer, summary = fine_tuning.train_evaluate_predict(job, options, config, strategy)
 
 so checking the init checkpoint, locking the output directory, writing the config beside the
-checkpoints, training while evaluating every checkpoint as it is saved, and predicting happen
-the same way, with the same flags, for every task.
+checkpoints, training while evaluating every checkpoint as it is saved (the trainer's
+`on_checkpoint` hook), and predicting happen the same way for every task. The flow never reads
+a flag: a job's differences (SQuAD's steps from epochs, its last step without a train file) are
+the hooks `training_config` and `last_step`.
 """
 
+import abc
+import dataclasses
+import os
+
 from absl import logging
+import tensorflow as tf
 
 from albert_tf import checkpoints, errors
 from albert_tf.files import output_lock
+from albert_tf.text import tokenization
 from albert_tf.training import evaluation
-from albert_tf.training import flags as training_flags
+from albert_tf.training import length_buckets
 
 
-def check_init_checkpoint(init_checkpoint, allow_random_init, do_train, output_dir,
-                          error_class=errors.UserInputError):
+@dataclasses.dataclass
+class FlowOptions:
+    """What `train_evaluate_predict` runs, by meaning; scripts fill it from their flags."""
+
+    output_dir: str
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    init_checkpoint: str = None
+    allow_random_init: bool = False
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    eval_timeout_secs: float = 7200.0
+
+
+def check_init_checkpoint(init_checkpoint, allow_random_init, do_train, output_dir):
     """Training must start from a checkpoint unless --allow_random_init says otherwise (or a
     checkpoint in `output_dir` resumes the run); a given --init_checkpoint must exist."""
     if init_checkpoint:
         checkpoints.resolve_checkpoint(init_checkpoint)  # fails now, naming the path
         return
     if do_train and not allow_random_init and checkpoints.latest_checkpoint(output_dir) is None:
-        raise error_class(
+        raise errors.UserInputError(
             "--do_train without --init_checkpoint would fine-tune a randomly initialised "
             "model (a silent cause of failed reproductions). Pass --init_checkpoint (a "
             "checkpoint prefix or a directory) or, if you mean it, --allow_random_init")
 
 
-class FineTuningJob:
-    """The part of a task's job that is the same for every task.
+def check_max_seq_length(max_seq_length, albert_config, config_source="--albert_config_file"):
+    """The model has position embeddings for `max_position_embeddings` tokens only."""
+    if max_seq_length > albert_config.max_position_embeddings:
+        raise errors.UserInputError(
+            f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
+            f"{albert_config.max_position_embeddings} of {config_source}: --max_seq_length "
+            "must be <= max_position_embeddings (the longest sequence the model was trained on)")
 
-    A subclass sets `output_dir` and `albert_config` and defines `build_trainer(strategy,
-    training_config, do_train, do_eval)`, `evaluate(trainer, checkpoint_path, batch_size)`
-    (metrics with `global_step`) and `predict(trainer, batch_size)` (the paths written).
-    """
 
-    error_class = errors.UserInputError  # the job's flag error; its messages name the flag
+def best_checkpoint(output_dir, fallback=None, eval_split="dev set"):
+    """`output_dir/model.ckpt-best` (chosen by evaluation), else the latest checkpoint (warned),
+    else `fallback` (an --init_checkpoint, if given); raises when there is none of them."""
+    best = os.path.join(output_dir, checkpoints.BEST_CHECKPOINT_NAME)
+    if tf.io.gfile.exists(best + checkpoints.INDEX_SUFFIX):
+        return best
+    latest = checkpoints.latest_checkpoint(output_dir)
+    if latest is None and fallback:
+        logging.warning("%s has no checkpoint: using %s", output_dir, fallback)
+        return fallback
+    if latest is None:
+        raise errors.UserInputError(
+            f"{output_dir}: no model.ckpt-best and no checkpoint (no model.ckpt-<step> in "
+            f"{output_dir} and no --init_checkpoint to predict with); run --do_train (and "
+            f"--do_eval, which chooses model.ckpt-best on the {eval_split}) with this "
+            "--output_dir first")
+    logging.warning("%s has no model.ckpt-best (run --do_eval to choose one on the %s); "
+                    "using the latest checkpoint %s", output_dir, eval_split, latest)
+    return latest
+
+
+class FineTuningJob(abc.ABC):
+    """The part of a task's job that is the same for every task (see the module docstring)."""
+
     dev_set_name = "dev set"
 
-    def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
-        check_init_checkpoint(init_checkpoint, allow_random_init, do_train, self.output_dir,
-                              self.error_class)
+    def __init__(self, output_dir, albert_config, max_seq_length, spm_model_file=None,
+                 vocab_file=None, do_lower_case=True, batching=length_buckets.PADDED,
+                 config_source="--albert_config_file"):
+        """Checks the sequence length against the config and sets up the tokenizer
+        (SentencePiece with `spm_model_file`, else WordPiece), checking its size against
+        `vocab_size`; `batching`: the run's `length_buckets.Batching`."""
+        check_max_seq_length(max_seq_length, albert_config, config_source)
+        if not spm_model_file and not vocab_file:
+            raise errors.UserInputError("give --spm_model_file (SentencePiece, the released "
+                                        "models) or --vocab_file (WordPiece)")
+        self.output_dir = output_dir
+        self.albert_config = albert_config
+        self.max_seq_length = max_seq_length
+        self.spm_model_file, self.vocab_file = spm_model_file, vocab_file
+        self.vocabulary = spm_model_file or vocab_file
+        self.do_lower_case = do_lower_case
+        self.batching = batching
+        self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, spm_model_file)
+        albert_config.check_vocabulary(len(self.tokenizer.vocab), self.vocabulary,
+                                       config_source)
 
-    def best_checkpoint(self):
-        """`output_dir/model.ckpt-best` (chosen by --do_eval), else the latest (warned)."""
-        return evaluation.best_or_latest_checkpoint(self.output_dir, self.error_class,
-                                                    self.dev_set_name)
+    @abc.abstractmethod
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+        """A `loop.Trainer` of the job's task with the data `do_train` / `do_eval` need."""
+
+    @abc.abstractmethod
+    def predict(self, trainer, batch_size):
+        """Predicts the job's test set with `best_checkpoint()`; returns the paths written."""
+
+    def training_config(self, training_config, do_train):
+        """The config the trainer runs (a job whose step counts follow from its data sets
+        them here)."""
+        del do_train
+        return training_config
+
+    def last_step(self, trainer):
+        """The step whose evaluation ends the evaluate-every-checkpoint loop."""
+        return trainer.config.num_train_steps
+
+    def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
+        check_init_checkpoint(init_checkpoint, allow_random_init, do_train, self.output_dir)
+
+    def best_checkpoint(self, fallback=None):
+        """`output_dir/model.ckpt-best`, else the latest checkpoint (warned), else `fallback`."""
+        return best_checkpoint(self.output_dir, fallback, self.dev_set_name)
+
+    def evaluate(self, trainer, checkpoint_path, batch_size):
+        """The task's whole-set metrics of one checkpoint on its evaluation set (the task's
+        `aggregate_logs` / `reduce_aggregated_logs`), plus `global_step`; written to the
+        TensorBoard eval summaries."""
+        step = trainer.checkpoints.restore_model(checkpoint_path)
+        state = trainer.aggregate(trainer.task.eval_dataset(None, batch_size),
+                                  what=f"Evaluating {checkpoint_path}")
+        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
+        trainer.write_eval_summaries({name: value for name, value in results.items()
+                                      if not isinstance(value, str)})  # SQuAD's notes
+        return results
 
     def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
                            eval_timeout_secs=7200.0, poll_seconds=5.0):
@@ -61,31 +159,29 @@ class FineTuningJob:
         evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
         return evaluation.train_and_evaluate(
             trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
-            do_train, do_eval, eval_timeout_secs, poll_seconds)
+            do_train, do_eval, eval_timeout_secs, poll_seconds,
+            last_step=self.last_step(trainer) if do_eval else None)
 
 
-def train_evaluate_predict(job, flag_values, strategy):
-    """Runs --do_train, --do_eval and --do_predict for `job` as the fine-tuning flags say;
+def train_evaluate_predict(job, options, training_config, strategy):
+    """Runs training, evaluation and prediction for `job` as `options` (`FlowOptions`) say;
     returns (trainer, the best dev result summary or None)."""
-    init_checkpoint = training_flags.init_checkpoint_from_flags(flag_values)
-    job.check_init_checkpoint(init_checkpoint, flag_values.allow_random_init, flag_values.do_train)
-    if flag_values.do_train or flag_values.do_eval or flag_values.do_predict:
-        output_lock.check_writable(flag_values.output_dir, "--output_dir")
-    if flag_values.do_train:
-        job.albert_config.write_beside(flag_values.output_dir)
-    config = training_flags.training_config_from_flags(
-        flag_values, num_train_steps=flag_values.train_step,
-        num_warmup_steps=flag_values.warmup_step, init_checkpoint=init_checkpoint)
-    trainer = job.build_trainer(strategy, config, flag_values.do_train, flag_values.do_eval)
+    job.check_init_checkpoint(options.init_checkpoint, options.allow_random_init,
+                              options.do_train)
+    if options.do_train or options.do_eval or options.do_predict:
+        output_lock.check_writable(options.output_dir, "--output_dir")
+    if options.do_train:
+        job.albert_config.write_beside(options.output_dir)
+    config = job.training_config(training_config, options.do_train)
+    trainer = job.build_trainer(strategy, config, options.do_train, options.do_eval)
     summary = None
-    if flag_values.do_train or flag_values.do_eval:
-        summary = job.train_and_evaluate(trainer, flag_values.do_train, flag_values.do_eval,
-                                         flag_values.eval_batch_size,
-                                         flag_values.eval_timeout_secs)
+    if options.do_train or options.do_eval:
+        summary = job.train_and_evaluate(trainer, options.do_train, options.do_eval,
+                                         options.eval_batch_size, options.eval_timeout_secs)
         if summary:
             logging.info("Best %s = %s at step %s", trainer.task.eval_metric_name,
                          summary["best_value"], summary["best_step"])
-    if flag_values.do_predict:
-        for path in job.predict(trainer, flag_values.predict_batch_size):
+    if options.do_predict:
+        for path in job.predict(trainer, options.predict_batch_size):
             logging.info("Wrote %s", path)
     return trainer, summary

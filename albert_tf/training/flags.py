@@ -26,7 +26,7 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.training import optimization
-from albert_tf.training import length_buckets, loop, strategy as strategy_lib
+from albert_tf.training import fine_tuning, length_buckets, loop, strategy as strategy_lib
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -108,18 +108,24 @@ def define_training_flags(*, train_batch_size, learning_rate, optimizer, save_ch
     define_performance_flags(flag_values)
 
 
-def define_fine_tuning_flags(*, data_dir_help, do_predict_help, max_seq_length, train_step,
-                             warmup_step, predict_batch_size, eval_batch_size, do_train=False,
-                             do_eval=False,
+def define_fine_tuning_flags(*, do_predict_help, max_seq_length, predict_batch_size,
+                             data_dir_help=None, train_step=None, warmup_step=None,
+                             eval_batch_size=None, do_train=False, do_eval=False,
+                             vocab_file_help=None, required=("data_dir", "albert_config_file"),
                              flag_values=flags.FLAGS, **training_defaults):
-    """The flags run_classifier.py, run_race.py and run_tagging.py share (the original's names),
-    with the script's defaults; `training_defaults` go to `define_training_flags`."""
+    """The flags every fine-tuning script shares (the original's names), with the script's
+    defaults; `training_defaults` go to `define_training_flags`.
+
+    None leaves a flag out, for a script whose original has none: run_squad.py reads
+    --train_file/--predict_file instead of --data_dir, counts epochs instead of --train_step
+    and --warmup_step, and evaluates with --do_predict and --predict_batch_size."""
     define = cli.Definer(flag_values, frames_up=2)  # the calling script's own flags
-    define.string("data_dir", None, data_dir_help)
+    if data_dir_help is not None:
+        define.string("data_dir", None, data_dir_help)
     define.string("albert_config_file", None, "The config json file corresponding to the "
                   "pre-trained ALBERT model. This specifies the model architecture.")
-    define.string("vocab_file", None, "The vocabulary file that the ALBERT model was trained "
-                  "on (WordPiece; used when --spm_model_file is not given).")
+    define.string("vocab_file", None, vocab_file_help or "The vocabulary file that the ALBERT "
+                  "model was trained on (WordPiece; used when --spm_model_file is not given).")
     define.string("spm_model_file", None, "The model file for sentence piece tokenization.")
     define.string("albert_hub_module_handle", None, "A LOCAL directory holding an unpacked "
                   "TF1 Hub ALBERT module; its variables are used as --init_checkpoint. (Hub "
@@ -132,10 +138,12 @@ def define_fine_tuning_flags(*, data_dir_help, do_predict_help, max_seq_length, 
     define.bool("do_predict", False, do_predict_help)
     define.integer("predict_batch_size", predict_batch_size, "Total batch size for predict.",
                    lower_bound=1)
-    define.integer("train_step", train_step, "Total number of training steps to perform.",
-                   lower_bound=0)
-    define.integer("warmup_step", warmup_step, "Number of steps to perform linear learning "
-                   "rate warmup for.", lower_bound=0)
+    if train_step is not None:
+        define.integer("train_step", train_step, "Total number of training steps to perform.",
+                       lower_bound=0)
+    if warmup_step is not None:
+        define.integer("warmup_step", warmup_step, "Number of steps to perform linear "
+                       "learning rate warmup for.", lower_bound=0)
     define.integer("seed", None, "Seed of weight initialisation, dropout and shuffling (new; "
                    "default: unseeded). Results still differ between seeds: the paper reports "
                    "the median of 5 runs.")
@@ -145,7 +153,7 @@ def define_fine_tuning_flags(*, data_dir_help, do_predict_help, max_seq_length, 
                           eval_batch_size=eval_batch_size, **training_defaults)
     define_evaluation_flags(flag_values=flag_values)
     define_length_bucket_flag(flag_values)
-    for name in ("data_dir", "albert_config_file"):
+    for name in required:
         flags.mark_flag_as_required(name, flag_values=flag_values)
 
 
@@ -170,17 +178,11 @@ def define_length_bucket_flag(flag_values=flags.FLAGS):
         "to float rounding.")
 
 
-def length_buckets_from_flags(flag_values, strategy):
-    """The bucket lengths --length_buckets asks for under `strategy` (None: pad fully)."""
-    return resolve_length_buckets(flag_values.length_buckets, flag_values.max_seq_length,
-                                  strategy)
-
-
-def resolve_length_buckets(text, max_seq_length, strategy):
-    """A --length_buckets value under `strategy`: `auto` is off on TPU (fixed shapes)."""
-    if text.strip().lower() == "auto" and strategy_lib.is_tpu(strategy):
-        return None
-    return length_buckets.parse_buckets(text, max_seq_length)
+def batching_from_flags(flag_values, strategy, keep_padding=None):
+    """The run's `length_buckets.Batching`: --length_buckets and --max_seq_length under
+    `strategy` (`keep_padding`: why the model needs full padding, if it does)."""
+    return length_buckets.Batching.resolve(flag_values.length_buckets,
+                                           flag_values.max_seq_length, strategy, keep_padding)
 
 
 def must_be_positive(name, flag_values=flags.FLAGS):
@@ -196,6 +198,18 @@ def strategy_from_flags(flag_values):
         tpu_name=flag_values.tpu_name, tpu_zone=flag_values.tpu_zone,
         gcp_project=flag_values.gcp_project, master=flag_values.master,
         num_tpu_cores=flag_values.num_tpu_cores)
+
+
+def flow_from_flags(flag_values):
+    """(`fine_tuning.FlowOptions`, `loop.TrainingConfig`) of a fine-tuning script's flags
+    (`define_fine_tuning_flags` with --train_step and --warmup_step)."""
+    init_checkpoint = init_checkpoint_from_flags(flag_values)
+    options = cli.dataclass_from_flags(fine_tuning.FlowOptions, flag_values,
+                                       init_checkpoint=init_checkpoint)
+    config = training_config_from_flags(
+        flag_values, num_train_steps=flag_values.train_step,
+        num_warmup_steps=flag_values.warmup_step, init_checkpoint=init_checkpoint)
+    return options, config
 
 
 def training_config_from_flags(flag_values, *, num_train_steps, num_warmup_steps, **overrides):
@@ -214,8 +228,9 @@ def init_checkpoint_from_flags(flag_values):
         return flag_values.init_checkpoint
     if "://" in handle or not os.path.isdir(handle):
         raise app.UsageError(
-            f"--albert_hub_module_handle={handle}: only a local directory of an unpacked TF1 Hub "
-            "module can be used (nothing is downloaded); or pass --init_checkpoint")
+            f"--albert_hub_module_handle is not supported as {handle}: only a local directory "
+            "of an unpacked TF1 Hub module can be used (nothing is downloaded); or pass "
+            "--init_checkpoint")
     if flag_values.init_checkpoint:
         raise app.UsageError("give --init_checkpoint or --albert_hub_module_handle, not both")
     return handle

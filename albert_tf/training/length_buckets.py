@@ -16,7 +16,13 @@ batch, the loss weighting and gradient accumulation are those of the padded run;
 examples share a batch changes. Cutting to a few bucket lengths rather than to the exact longest
 row keeps the number of distinct shapes small: with XLA or on TPU each shape is one compiled
 program.
+
+A run decides its batching once, `Batching.resolve(--length_buckets, max_seq_length,
+strategy)`, and hands the one value to the job, the task (its datasets), the model (`encoder
+options`) and the export, so none of them asks the flag or the strategy again.
 """
+
+import dataclasses
 
 import tensorflow as tf
 
@@ -60,10 +66,77 @@ def parse_buckets(text, max_seq_length, flag_name="length_buckets"):
     return tuple(lengths)
 
 
-def skips_padding(buckets, strategy):
-    """Whether the encoder should also skip the padding inside each batch (`modeling.packing`):
-    whenever batches are cut to buckets, except on TPU, which needs fixed shapes."""
-    return buckets is not None and not strategy_lib.is_tpu(strategy)
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """How a run's batches are shaped, decided once.
+
+    `buckets`: ascending lengths ending at max_seq_length that batches are cut to, None to pad
+    every batch to max_seq_length (the original). `skip_padding`: the encoder also skips the
+    padding inside each batch (`modeling.packing`). `one_hot_embeddings`: the TPU's one-hot
+    embedding lookup (the original turns it on with --use_tpu).
+    """
+
+    buckets: tuple = None
+    skip_padding: bool = False
+    one_hot_embeddings: bool = False
+
+    @classmethod
+    def resolve(cls, text, max_seq_length, strategy, keep_padding=None):
+        """The batching a --length_buckets value asks for under `strategy`: `auto` is off on
+        TPU (fixed shapes), and padding is skipped inside batches wherever they are cut, except
+        on TPU. `keep_padding`: a reason the model needs full padding (SQuAD v1.1's heads score
+        padding positions); then only `auto` and `off` are accepted, and both pad."""
+        tpu = strategy_lib.is_tpu(strategy)
+        if keep_padding:
+            if text.strip().lower() not in ("auto", "off", "none", "false", "0"):
+                raise errors.UserInputError(f"--length_buckets={text}: {keep_padding}")
+            return cls(one_hot_embeddings=tpu)
+        buckets = None if text.strip().lower() == "auto" and tpu else parse_buckets(
+            text, max_seq_length)
+        return cls(buckets, skip_padding=buckets is not None and not tpu,
+                   one_hot_embeddings=tpu)
+
+    @classmethod
+    def cut(cls, buckets):
+        """Batches cut to `buckets` (None: padded) with padding skipped inside them, off TPU."""
+        return cls(None if buckets is None else tuple(buckets), skip_padding=buckets is not None)
+
+    @classmethod
+    def auto(cls, max_seq_length):
+        """`--length_buckets=auto` off TPU: the default of an export built outside a run."""
+        return cls.cut(default_buckets(max_seq_length))
+
+    def served(self):
+        """The run's batching for its export, served on CPUs or GPUs: the same buckets, padding
+        skipped wherever batches are cut, no TPU embedding lookup."""
+        return Batching.cut(self.buckets)
+
+    def lengths(self, max_seq_length):
+        """Every sequence length a batch can have: the buckets, or max_seq_length alone."""
+        return self.buckets or (max_seq_length,)
+
+    @property
+    def encoder_options(self):
+        """The keyword arguments every ALBERT model takes for its encoder."""
+        return {"use_one_hot_embeddings": self.one_hot_embeddings,
+                "skip_padding": self.skip_padding}
+
+    def trim(self, dataset, max_seq_length, mask_key="input_mask"):
+        """`trim_dataset` of batches padded to max_seq_length with these buckets."""
+        return trim_dataset(dataset, self.buckets, max_seq_length, mask_key)
+
+    def trim_batch(self, features, keys, mask_key="input_mask"):
+        """One batch cut to its bucket length on `keys` (unchanged without buckets)."""
+        if self.buckets is None:
+            return features
+        return trim_batch(features, self.buckets, keys, mask_key)
+
+    def train_batches(self, examples, batch_size, max_seq_length, mask_key="input_mask"):
+        """`group_batches` of an endless stream of examples with these buckets."""
+        return group_batches(examples, batch_size, self.buckets, max_seq_length, mask_key)
+
+
+PADDED = Batching()  # every batch padded to max_seq_length, as the original
 
 
 def sequence_keys(element_spec, max_seq_length):

@@ -267,21 +267,24 @@ class Trainer:
                 f"checkpoint is {self.checkpoints.latest_checkpoint()}")
         return float(loss_sum) / num_steps
 
-    def train(self):
+    def train(self, on_checkpoint=None):
         """Trains to num_train_steps; returns the last loop's logged scalars.
 
-        The chief holds the output directory's `train` lock throughout (a second trainer on it
-        is refused) and first removes the temporary files a killed run left there."""
+        `on_checkpoint(step, path)`, if given, runs after each checkpoint is written (before
+        training goes on, so before `keep_checkpoint_max` can prune it): the fine-tuning flow
+        scores every checkpoint this way. The chief holds the output directory's `train` lock
+        throughout (a second trainer on it is refused) and first removes the temporary files a
+        killed run left there."""
         if not self.is_chief:
-            return self._train()
+            return self._train(on_checkpoint)
         with output_lock.hold(self.config.output_dir, "train"):
             removed = io_utils.remove_stale_temporaries(self.config.output_dir)
             if removed:
                 logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
                                 ", ".join(removed))
-            return self._train()
+            return self._train(on_checkpoint)
 
-    def _train(self):
+    def _train(self, on_checkpoint):
         config = self.config
         start_step = self.restore_or_initialize()
         if start_step >= config.num_train_steps:
@@ -303,6 +306,8 @@ class Trainer:
             if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
                 path = self.checkpoints.save(step)
                 logging.info("Saved %s", path)
+                if on_checkpoint is not None:
+                    on_checkpoint(step, path)
         return scalars
 
     def _loop_scalars(self, mean_loss, num_steps, elapsed):
@@ -374,14 +379,6 @@ class Trainer:
         results["loss"] = float(np.mean(losses))
         results["global_step"] = self.global_step
         return results
-
-    def predict(self, outputs_fn, dataset=None, dataset_fn=None, order_key=None,
-                what="Predicting"):
-        """Every row of `outputs_fn(model, batch)` over a finite set, in input order (see
-        `training.prediction.predict`): the model under this trainer's strategy, float32."""
-        return prediction.predict(
-            self.strategy, lambda batch: _as_float32(outputs_fn(self.model, batch)),
-            dataset=dataset, dataset_fn=dataset_fn, order_key=order_key, what=what)
 
     def aggregate(self, dataset, what="Evaluating"):
         """The task's `aggregate_logs` state over a finite dataset of global batches (see

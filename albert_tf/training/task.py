@@ -29,8 +29,8 @@ Contract, method by method:
   when it returns (ALBERT models create them in `__init__`) and it must have
   `checkpoint_variables()` → ordered `{original checkpoint name: variable}` covering every
   trainable variable (heads + encoder): checkpoints, warm start and the optimizer's weight-decay
-  exclusions all go by these names. Use `strategy_lib.is_tpu(strategy)` for
-  `use_one_hot_embeddings` (the original turns it on with --use_tpu).
+  exclusions all go by these names. A fine-tuning task builds its model with the run's
+  `length_buckets.Batching.encoder_options` (the TPU's one-hot lookup, skipping padding).
 - `train_dataset(input_context, batch_size)` → `tf.data.Dataset` of dicts of tensors, called once
   per input pipeline (`strategy.distribute_datasets_from_function`). `batch_size` is already the
   per-replica batch (global `--train_batch_size` / replicas). Shard by
@@ -124,3 +124,11 @@ class Task(abc.ABC):
     def reduce_aggregated_logs(self, state):
         """The whole set's metrics from the aggregated `state`."""
         raise NotImplementedError(f"{type(self).__name__} has no whole-set evaluation")
+
+
+def shard(dataset, input_context):
+    """This input pipeline's share of `dataset` when there are several (`input_context` None:
+    the whole set, as `Trainer.aggregate`'s global batches need)."""
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        return dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    return dataset
