@@ -140,7 +140,8 @@ class Trainer:
                                  "the loop reports it")
         self.checkpoints = checkpointing.CheckpointManager(
             config.output_dir, self.variables_by_name, self.optimizer,
-            keep_checkpoint_max=config.keep_checkpoint_max, is_chief=self.is_chief)
+            keep_checkpoint_max=config.keep_checkpoint_max, is_chief=self.is_chief,
+            state_variables=self._unnamed_state(), worker=checkpointing.worker_name(strategy))
         self._forward_backward = self._micro_batch_gradients
         if config.enable_xla:
             self._forward_backward = tf.function(self._micro_batch_gradients, jit_compile=True)
@@ -155,6 +156,14 @@ class Trainer:
         if unnamed:
             raise ValueError(f"{type(self.model).__name__}.checkpoint_variables() misses the "
                              f"trainable variables {unnamed}")
+
+    def _unnamed_state(self):
+        """What the rest of the run depends on beyond the original layout's names: dropout
+        seed states, a float16 loss scale (saved beside each checkpoint for exact resume)."""
+        named = dict(self.variables_by_name, **self.optimizer.slot_variables())
+        named["global_step"] = self.optimizer.iterations
+        return checkpointing.unnamed_state(
+            list(self.model.variables) + list(self._update_optimizer.variables), named)
 
     @property
     def global_step(self):
@@ -231,9 +240,9 @@ class Trainer:
 
     def restore_or_initialize(self):
         """Resume from the latest checkpoint in output_dir, else warm start from init_checkpoint."""
-        latest = self.checkpoints.latest_checkpoint()
+        latest = self.checkpoints.restore_latest()  # skips damaged ones, warning
         if latest:
-            step = self.checkpoints.restore(latest)
+            step = self.global_step
             logging.info("Resumed from %s: global_step %d, learning rate %.6g", latest, step,
                          self.learning_rate)
         elif self.config.init_checkpoint:
@@ -268,7 +277,8 @@ class Trainer:
         if not self.is_chief:
             return self._train()
         with output_lock.hold(self.config.output_dir, "train"):
-            removed = io_utils.remove_stale_temporaries(self.config.output_dir)
+            removed = (io_utils.remove_stale_temporaries(self.config.output_dir)
+                       + self.checkpoints.remove_stale_temporaries())
             if removed:
                 logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
                                 ", ".join(removed))
@@ -281,7 +291,7 @@ class Trainer:
             logging.info("global_step %d >= num_train_steps %d: nothing to train", start_step,
                          config.num_train_steps)
             return {}
-        iterator = self.train_iterator()
+        iterator = self.checkpoints.resumed_input(self.train_iterator)  # saved with checkpoints
         step, scalars = start_step, {}
         started = time.time()
         while step < config.num_train_steps:
