@@ -2,7 +2,7 @@
 
 One script for the original run_squad_v1.py and run_squad_v2.py: every flag of both with its
 default, the shared training flags, and new: --version_2_with_negative,
---threshold_predict_file, --null_score_diff_threshold, --eval_timeout_secs. See README.md,
+--threshold_predict_file, --null_score_diff_threshold, --eval_timeout_secs, --seed. See README.md,
 "SQuAD v1.1 and v2.0".
 
     python run_squad.py --albert_config_file=albert_config.json --spm_model_file=30k-clean.model \
@@ -12,6 +12,7 @@ default, the shared training flags, and new: --version_2_with_negative,
 
 import os
 
+import keras
 import tensorflow as tf
 from absl import app, flags, logging
 
@@ -81,6 +82,8 @@ def define_flags(flag_values):
            "reported as tuned on the evaluated set.")
     define("float", "null_score_diff_threshold", None, "v2: a fixed no-answer threshold "
            "(answer \"\" when null_odds > threshold) instead of choosing one.")
+    define("integer", "seed", None, "Seed of weight initialisation, dropout and shuffling (new; "
+           "default: unseeded), as run_classifier.py's.")
     define("bool", "allow_random_init", False, "Allow --do_train without --init_checkpoint "
            "(fine-tuning a randomly initialised model; almost never what you want).")
     training_flags.define_training_flags(
@@ -104,6 +107,8 @@ def run(flag_values):
     if not (flag_values.do_train or flag_values.do_predict or flag_values.export_dir):
         raise app.UsageError("At least one of `do_train`, `do_predict` or `export_dir` must "
                              "be specified.")
+    if flag_values.seed is not None:
+        keras.utils.set_random_seed(flag_values.seed)
     options = run_options(flag_values)
     results = None
     if options.do_train or options.do_predict:

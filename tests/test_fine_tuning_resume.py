@@ -1,0 +1,317 @@
+"""Exact fine-tuning resume, and resume past a damaged checkpoint.
+
+A fine-tuning run SIGKILLed at a random step and started again with the same command must end
+with the final checkpoint of an uninterrupted run of that command, bit for bit: the resumed run
+restores the input position and the dropout seed states saved beside each checkpoint
+(`train_state/step-N`). Two seeded uninterrupted runs are bit-identical, so any difference is
+the resume's. run_classifier.py (length buckets) and run_tagging.py (gradient accumulation)
+are killed for real in subprocesses; run_race.py and run_squad.py run in-process, where a run
+killed between two checkpoints is reproduced by rewinding the uninterrupted run's directory to
+an earlier checkpoint (what the kill leaves: the `checkpoint` file names it).
+
+A latest checkpoint that does not read back whole (truncated by a full disk, cut short by a
+copy) is skipped with a warning naming the file; with none left, one line naming it, exit 2.
+"""
+
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from absl import flags
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import checkpoints, cli
+from albert_tf.config import AlbertConfig
+from albert_tf.scripts import run_race, run_squad
+from albert_tf.training import checkpointing, evaluation, loop
+from tests import race_fixtures, training_toys
+from tests.conftest import REPO_ROOT, script_env
+
+STEPS, SAVE_EVERY = 40, 5
+MODEL = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+             intermediate_size=37, max_position_embeddings=64, hidden_dropout_prob=0.1,
+             attention_probs_dropout_prob=0.1)  # dropout on: its seed states must be resumed
+SCHEDULE = [f"--train_step={STEPS}", "--warmup_step=4", "--learning_rate=1e-3",
+            f"--save_checkpoints_steps={SAVE_EVERY}", f"--iterations_per_loop={SAVE_EVERY}",
+            "--max_seq_length=64", "--allow_random_init",
+            "--do_train"]
+
+
+def _config_file(directory, spm_model_file):
+    vocab_size = sum(1 for _ in open(spm_model_file[:-len(".model")] + ".vocab",
+                                     encoding="utf-8"))
+    path = str(directory / "albert_config.json")
+    AlbertConfig.from_dict(dict(MODEL, vocab_size=vocab_size)).to_json_file(path)
+    return path
+
+
+def _final_tensors(output_dir):
+    latest = checkpoints.latest_checkpoint(str(output_dir))
+    assert checkpointing.checkpoint_step(latest) == STEPS, latest
+    return checkpoints.read_tensors(latest)
+
+
+def _assert_same_bits(reference, output_dir):
+    resumed = _final_tensors(output_dir)
+    assert sorted(resumed) == sorted(reference)
+    differ = [name for name in reference
+              if reference[name].dtype != resumed[name].dtype
+              or reference[name].tobytes() != resumed[name].tobytes()]
+    assert not differ, f"{len(differ)} of {len(reference)} tensors differ, e.g. {differ[:3]}"
+
+
+# ----------------------------------------------------------- killed for real (subprocesses)
+
+
+def _glue_command(work, spm_model_file, output_dir):
+    return ["run_classifier.py", "--task_name=SST-2", f"--data_dir={work / 'glue'}",
+            f"--output_dir={output_dir}", f"--albert_config_file={work / 'albert_config.json'}",
+            f"--spm_model_file={spm_model_file}", "--train_batch_size=8", "--seed=3", "--keep_checkpoint_max=3", *SCHEDULE]
+
+
+def _tagging_command(work, spm_model_file, output_dir):
+    return ["run_tagging.py", f"--data_dir={work / 'pos'}", f"--output_dir={output_dir}",
+            f"--albert_config_file={work / 'albert_config.json'}",
+            f"--spm_model_file={spm_model_file}", "--train_batch_size=8",
+            "--gradient_accumulation_steps=2", "--seed=5", "--keep_checkpoint_max=3", *SCHEDULE]
+
+
+def _write_glue(real_data, directory):
+    """SST-2's layout with 240 movie-review sentences (labels: score > 0)."""
+    directory.mkdir(parents=True)
+    with open(real_data["movie_reviews"], encoding="utf-8") as reviews:
+        rows = [line.rstrip("\n").split("\t") for line in reviews][:240]
+    lines = ["sentence\tlabel"] + [f"{text}\t{int(float(score) > 0)}" for _, score, text in rows]
+    (directory / "train.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _write_tagging(real_data, directory):
+    """The first Brown part-of-speech sentences of each split."""
+    directory.mkdir(parents=True)
+    for split, count in {"train": 200, "dev": 20, "test": 20}.items():
+        with open(real_data["brown_tagging"]["pos"][split], encoding="utf-8") as reader:
+            blocks = reader.read().split("\n\n")[:count]
+        (directory / f"{split}.txt").write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+
+
+def _start(command, log_path):
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, *command], cwd=REPO_ROOT, env=script_env(),
+                                stdout=subprocess.DEVNULL, stderr=log)
+
+
+def _kill_after(process, output_dir, kill_at, rng, deadline):
+    """SIGKILL once `checkpoint` names a step >= kill_at, after a random fraction of a loop."""
+    while True:
+        latest = checkpoints.latest_checkpoint(str(output_dir))
+        if latest and checkpointing.checkpoint_step(latest) >= kill_at:
+            break
+        assert process.poll() is None, f"ended (exit {process.returncode}) before the kill"
+        assert time.time() < deadline, f"no checkpoint {kill_at} in time"
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.1))
+    process.send_signal(signal.SIGKILL)
+    assert process.wait(timeout=60) == -signal.SIGKILL, "finished before it was killed"
+
+
+def _log_tail(path):
+    return open(path, encoding="utf-8").read()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def killed_runs(real_data, spm_model_file, tmp_path_factory):
+    """GLUE and tagging: an uninterrupted run and a run SIGKILLed at a random step (all four
+    at once), then the same commands again; also the killed GLUE directory with its newest
+    checkpoint truncated, resumed by the same command."""
+    work = tmp_path_factory.mktemp("killed")
+    _config_file(work, spm_model_file)
+    _write_glue(real_data, work / "glue" / "SST-2")
+    _write_tagging(real_data, work / "pos")
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    commands = {"glue": _glue_command, "tagging": _tagging_command}
+    runs, processes = {}, []
+    try:
+        for name, command in commands.items():
+            for kind in ("reference", "killed"):
+                output_dir = work / f"{name}_{kind}"
+                log = work / f"{name}_{kind}.log"
+                process = _start(command(work, spm_model_file, output_dir), log)
+                processes.append(process)
+                runs[name, kind] = {"dir": output_dir, "log": log, "process": process}
+        deadline = time.time() + 600
+        for name in commands:
+            killed = runs[name, "killed"]
+            killed["kill_at"] = rng.choice(range(2 * SAVE_EVERY, STEPS - SAVE_EVERY, SAVE_EVERY))
+            _kill_after(killed["process"], killed["dir"], killed["kill_at"], rng, deadline)
+            killed["latest_at_kill"] = checkpoints.latest_checkpoint(str(killed["dir"]))
+        glue_killed = runs["glue", "killed"]
+        fallback = work / "glue_fallback"
+        shutil.copytree(glue_killed["dir"], fallback)
+        damaged = glue_killed["latest_at_kill"].replace(str(glue_killed["dir"]), str(fallback))
+        data_file = damaged + checkpoints.DATA_SUFFIX
+        with open(data_file, "r+b") as data:
+            data.truncate(os.path.getsize(data_file) // 2)
+        runs["glue", "fallback"] = {"dir": fallback, "damaged": data_file,
+                                    "log": work / "glue_fallback.log"}
+        for name, kind in runs:
+            if kind == "reference":
+                assert runs[name, kind]["process"].wait(timeout=600) == 0, \
+                    _log_tail(runs[name, kind]["log"])
+        resumes = []
+        for name, kind in (("glue", "killed"), ("tagging", "killed"), ("glue", "fallback")):
+            run = runs[name, kind]
+            run["resume_log"] = work / f"{name}_{kind}_resumed.log"
+            process = _start(commands[name](work, spm_model_file, run["dir"]), run["resume_log"])
+            processes.append(process)
+            resumes.append((process, run["resume_log"]))
+        for process, log in resumes:
+            assert process.wait(timeout=600) == 0, _log_tail(log)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    return {"runs": runs, "seed": seed}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["glue", "tagging"])
+def test_a_run_killed_at_a_random_step_resumes_to_the_same_bits(killed_runs, name):
+    runs = killed_runs["runs"]
+    killed = runs[name, "killed"]
+    log = killed["resume_log"].read_text(encoding="utf-8")
+    step = checkpointing.checkpoint_step(killed["latest_at_kill"])
+    assert f"Resumed from {killed['latest_at_kill']}: global_step {step}" in log, \
+        (killed_runs["seed"], log[-3000:])
+    assert f"Input position restored from {killed['dir']}/train_state/step-{step}" in log
+    _assert_same_bits(_final_tensors(runs[name, "reference"]["dir"]), killed["dir"])
+
+
+@pytest.mark.slow
+def test_a_truncated_latest_checkpoint_is_skipped_with_a_warning(killed_runs):
+    runs = killed_runs["runs"]
+    fallback = runs["glue", "fallback"]
+    log = fallback["resume_log"].read_text(encoding="utf-8")
+    damaged = fallback["damaged"]
+    assert f"{damaged}: damaged checkpoint file (Read less bytes than requested)" in log
+    previous = checkpointing.checkpoint_step(runs["glue", "killed"]["latest_at_kill"]) - SAVE_EVERY
+    assert f"Resumed from {fallback['dir']}/model.ckpt-{previous}: global_step {previous}" in log
+    _assert_same_bits(_final_tensors(runs["glue", "reference"]["dir"]), fallback["dir"])
+
+
+# ----------------------------------------------------------- in process: RACE and SQuAD
+
+
+def _rewind(output_dir, step):
+    """What a run killed between model.ckpt-<step> and the next checkpoint leaves: the later
+    checkpoints and their training state gone, `checkpoint` naming model.ckpt-<step>."""
+    kept = []
+    for found, prefix in evaluation.list_checkpoints(output_dir):
+        if found > step:
+            checkpoints.remove_checkpoint(prefix)
+            for path in tf.io.gfile.glob(os.path.join(output_dir, "train_state",
+                                                      f"step-{found}.*")):
+                tf.io.gfile.remove(path)
+        else:
+            kept.append(prefix)
+    checkpoints.write_checkpoint_state(output_dir, kept[-1], kept)
+
+
+def _run_in_process(script, argv):
+    flag_values = flags.FlagValues()
+    script.define_flags(flag_values)
+    flag_values([script.__name__, *argv])
+    return script.run(flag_values)
+
+
+def _resumes_exactly(script, argv, output_dir, caplog):
+    """Runs `argv` to the end, rewinds to a random checkpoint, runs it again: same bits."""
+    _run_in_process(script, argv)
+    reference = _final_tensors(output_dir)
+    step = random.choice(range(2 * SAVE_EVERY, STEPS, SAVE_EVERY))
+    _rewind(output_dir, step)
+    with caplog.at_level(logging.INFO):
+        _run_in_process(script, argv)
+    assert f"Input position restored from {output_dir}/train_state/step-{step}" in caplog.text
+    _assert_same_bits(reference, output_dir)
+
+
+@pytest.mark.slow
+def test_race_resumes_to_the_same_bits(spm_model_file, tmp_path, caplog):
+    data_dir = str(tmp_path / "data")
+    articles = race_fixtures.make_articles(4, seed=1)
+    race_fixtures.write_per_article(data_dir, "train", articles)
+    race_fixtures.write_all_txt(data_dir, "dev", articles)
+    output_dir = str(tmp_path / "out")
+    argv = [f"--data_dir={data_dir}", f"--output_dir={output_dir}",
+            f"--albert_config_file={_config_file(tmp_path, spm_model_file)}",
+            f"--spm_model_file={spm_model_file}", "--max_qa_length=16", "--train_batch_size=4",
+            f"--train_file={tmp_path / 'cache' / 'train.tf_record'}", "--seed=7",
+            "--keep_checkpoint_max=8", "--nodo_eval", *SCHEDULE]
+    _resumes_exactly(run_race, argv, output_dir, caplog)
+
+
+@pytest.mark.slow
+def test_squad_resumes_to_the_same_bits(spm_model_file, tmp_path, caplog):
+    from tests.test_run_squad import squad_json
+    data = tmp_path / "v2.json"
+    data.write_text(json.dumps(squad_json(True)))
+    output_dir = str(tmp_path / "out")
+    argv = [f"--albert_config_file={_config_file(tmp_path, spm_model_file)}",
+            f"--spm_model_file={spm_model_file}", f"--output_dir={output_dir}",
+            f"--train_file={data}", "--version_2_with_negative", "--do_train",
+            "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
+            "--train_batch_size=8", "--learning_rate=1e-3", "--allow_random_init",
+            f"--save_checkpoints_steps={SAVE_EVERY}", f"--iterations_per_loop={SAVE_EVERY}",
+            "--keep_checkpoint_max=8", "--seed=11"]
+    _resumes_exactly(run_squad, argv, output_dir, caplog)
+
+
+# ----------------------------------------------------------- damaged checkpoints (toy task)
+
+
+def _toy_trainer(output_dir):
+    config = training_toys._config(str(output_dir), num_train_steps=40, save_checkpoints_steps=20,
+                                   iterations_per_loop=20, keep_checkpoint_max=3)
+    return loop.Trainer(training_toys.ToyTask(), tf.distribute.get_strategy(), config)
+
+
+def _truncate(path, keep=0.5):
+    with open(path, "r+b") as file:
+        file.truncate(int(os.path.getsize(path) * keep))
+
+
+@pytest.mark.parametrize("damaged", ["model.ckpt-40.data-00000-of-00001", "model.ckpt-40.index",
+                                     "train_state/step-40.data-00000-of-00001"])
+def test_resume_falls_back_past_a_damaged_latest_checkpoint(tmp_path, caplog, damaged):
+    _toy_trainer(tmp_path).train()
+    _truncate(tmp_path / damaged)
+    trainer = _toy_trainer(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert trainer.restore_or_initialize() == 20
+    assert f"{tmp_path / damaged}: damaged checkpoint file" in caplog.text
+    assert f"Resuming from {tmp_path / 'model.ckpt-20'} instead of the damaged" in caplog.text
+    stored = checkpoints.read_tensors(str(tmp_path / "model.ckpt-20"))
+    for name, variable in trainer.variables_by_name.items():
+        np.testing.assert_array_equal(variable.numpy(), stored[name], err_msg=name)
+
+
+def test_no_good_checkpoint_left_is_one_line_naming_the_file_and_exit_2(tmp_path, capsys):
+    _toy_trainer(tmp_path).train()
+    _truncate(tmp_path / "model.ckpt-40.data-00000-of-00001")
+    _truncate(tmp_path / "model.ckpt-20.index", keep=0.1)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(lambda argv: _toy_trainer(tmp_path).train(), argv=["train"])
+    assert exit_info.value.code == cli.EXIT_USER_ERROR
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert (f": error: {tmp_path / 'model.ckpt-40.data-00000-of-00001'}: damaged checkpoint "
+            "file (Read less bytes than requested; no earlier checkpoint in") in lines[0]
