@@ -269,7 +269,8 @@ def test_squad_resumes_to_the_same_bits(spm_model_file, tmp_path, caplog):
             f"--spm_model_file={spm_model_file}", f"--output_dir={output_dir}",
             f"--train_file={data}", "--version_2_with_negative", "--do_train",
             "--max_seq_length=64", "--doc_stride=32", "--max_query_length=16",
-            "--train_batch_size=8", "--learning_rate=1e-3", "--allow_random_init",
+            "--train_batch_size=8", "--num_train_epochs=35.6", "--learning_rate=1e-3",
+            "--allow_random_init",
             f"--save_checkpoints_steps={SAVE_EVERY}", f"--iterations_per_loop={SAVE_EVERY}",
             "--keep_checkpoint_max=8", "--seed=11"]
     _resumes_exactly(run_squad, argv, output_dir, caplog)

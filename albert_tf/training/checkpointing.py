@@ -7,21 +7,22 @@ run resumes with the same step, learning rate (a function of the step) and slots
 
 Exact resume: what else the rest of the run depends on is saved beside it, in
 `train_state/step-<step>` (a `tf.train.Checkpoint` bundle, so the original-layout files stay as
-they were): the position of the training input (the `tf.data` iterator of the distributed
-dataset: shuffle buffers, length-bucket windows, prefetched batches, all per replica) and the
-variables the original layout has no name for (the dropout layers' Keras seed-generator
-states, a float16 loss scale). A run killed after `model.ckpt-N` and started again with the
-same command therefore continues with the batches and dropout masks the uninterrupted run
-would have drawn, and ends with the same bits. Under multi-worker training every worker saves
-its own input position (`step-<step>.<task>-<id>`).
+they were): the variables the original layout has no name for (the dropout layers' Keras
+seed-generator states, a float16 loss scale) and, on one device, the training input's `tf.data`
+iterator (shuffle buffer, length-bucket windows, prefetched batches). Under MirroredStrategy,
+TPU or multi-worker training the distributed iterator cannot be checkpointed (a TensorFlow
+limit); the resumed run skips the batches of the steps done instead, the same position when
+the input is deterministic (seeded). A run killed after `model.ckpt-N` and started again with
+the same command therefore continues with the batches and dropout masks the uninterrupted run
+would have drawn, and ends with the same bits.
 
 Writing is crash-safe: `albert_tf.checkpoints.write_checkpoint` writes the files atomically
 (data, then index), then the training state (same way), and only then the `checkpoint` state
 file (TF's format, relative paths, itself written atomically) names the new checkpoint: a killed
 run never leaves a half-written checkpoint that is taken for the latest.
 The newest `keep_checkpoint_max` are kept. Under multi-worker training every worker holds the
-same values and only the chief writes the model (the output directory must be shared, e.g. on
-GCS, as the original's model_dir).
+same values and only the chief writes (the output directory must be shared, e.g. on GCS, as
+the original's model_dir).
 
 Resuming takes the newest checkpoint that reads back whole: a truncated or corrupted one (a
 full disk, a copy cut short) is skipped with a warning naming the damaged file, and the one
@@ -81,20 +82,6 @@ def unnamed_state(variables, named):
     return state
 
 
-def worker_name(strategy):
-    """'' for a single-worker strategy or the chief, else `<task type>-<task id>`: whose input
-    position a training-state file holds."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        return ""
-    if resolver.task_type in (None, "chief"):
-        return ""
-    cluster = resolver.cluster_spec().as_dict()
-    if resolver.task_type == "worker" and resolver.task_id == 0 and "chief" not in cluster:
-        return ""
-    return f"{resolver.task_type}-{resolver.task_id}"
-
-
 def _bundle_files(prefix):
     return sorted(tf.io.gfile.glob(prefix + ".*"), key=lambda path: path.endswith(".index"))
 
@@ -126,26 +113,27 @@ class CheckpointManager:
     """Saves, prunes and restores `model.ckpt-<step>` (and its training state) in one directory."""
 
     def __init__(self, directory, variables_by_name, optimizer, keep_checkpoint_max=5,
-                 is_chief=True, state_variables=(), worker=""):
+                 is_chief=True, state_variables=(), strategy=None):
         """`state_variables`: the unnamed variables a resumed run needs (see `unnamed_state`);
-        `worker`: this process's `worker_name`."""
+        `strategy`: the training strategy (None: the default one)."""
         self.directory = directory
         self.variables_by_name = variables_by_name
         self.optimizer = optimizer
         self.keep_checkpoint_max = keep_checkpoint_max
         self.is_chief = is_chief
         self.state_variables = list(state_variables)
-        self.worker = worker
+        self.iterators_checkpointable = iterators_checkpointable(
+            strategy or tf.distribute.get_strategy())
         self._iterator = None
         self._resumed_state = None  # the training-state prefix of the restored checkpoint
+        self._resumed_step = 0
 
     def latest_checkpoint(self):
         return checkpoints.latest_checkpoint(self.directory)
 
     def state_prefix(self, step):
-        """`train_state/step-<step>` (`.<worker>` appended on a non-chief worker)."""
-        name = f"step-{step}" + (f".{self.worker}" if self.worker else "")
-        return os.path.join(self.directory, TRAIN_STATE_DIR, name)
+        """`train_state/step-<step>`: the training state saved with model.ckpt-<step>."""
+        return os.path.join(self.directory, TRAIN_STATE_DIR, f"step-{step}")
 
     def _state_variables(self):
         """Model + slots: everything restored by name (global_step is handled apart)."""
@@ -192,7 +180,6 @@ class CheckpointManager:
         prefix = os.path.join(self.directory, f"{CHECKPOINT_PREFIX}-{step}")
         values = self.values(step)
         if not self.is_chief:
-            self._write_train_state(step)
             return prefix
         tf.io.gfile.makedirs(self.directory)
         checkpoints.write_checkpoint(prefix, values, update_state=False)
@@ -279,7 +266,7 @@ class CheckpointManager:
         if state_prefix:
             self._state_checkpoint(with_iterator=False).read(
                 state_prefix).expect_partial().assert_existing_objects_matched()
-        self._resumed_state = state_prefix
+        self._resumed_state, self._resumed_step = state_prefix, step
         logging.info("Restored %d variables and global_step %d from %s%s",
                      len(self._state_variables()), step, path,
                      f" (training state {state_prefix})" if state_prefix else "")
@@ -292,28 +279,57 @@ class CheckpointManager:
         prefix = os.path.join(os.path.dirname(path), TRAIN_STATE_DIR,
                               os.path.basename(self.state_prefix(step)))
         if not tf.io.gfile.exists(prefix + checkpoints.INDEX_SUFFIX):
-            logging.warning("%s has no training state (%s): the input starts again from the "
-                            "beginning of a new shuffle and dropout draws afresh, so the run "
-                            "will not end with the bits of an uninterrupted one", path, prefix)
+            logging.warning("%s has no training state (%s): dropout draws afresh (the input "
+                            "skips the batches done), so the run will not end with the bits of "
+                            "an uninterrupted one", path, prefix)
             return None
         _read_whole(prefix)
         return prefix
 
     def resumed_input(self, make_iterator):
-        """`make_iterator()`, at the input position saved with the restored checkpoint (if any);
-        the iterator is saved with every checkpoint from now on."""
-        iterator = make_iterator()
-        if self._resumed_state:
-            try:
-                tf.train.Checkpoint(iterator=iterator).read(
-                    self._resumed_state).expect_partial().assert_existing_objects_matched()
-            except (tf.errors.OpError, AssertionError) as error:
-                # The input pipeline changed since (other flags or data): start it afresh.
-                logging.warning("Cannot restore the input position from %s (%s); the input "
-                                "starts afresh, so the run will not end with the bits of an "
-                                "uninterrupted one", self._resumed_state, _reason(error))
-                iterator = make_iterator()
-            else:
-                logging.info("Input position restored from %s", self._resumed_state)
-        self._iterator = iterator
+        """`make_iterator(skip_steps)` at the input position of the restored checkpoint (if
+        any); the iterator is saved with every checkpoint from now on.
+
+        The saved iterator state is restored where iterators can be checkpointed (one device).
+        A multi-device iterator (MirroredStrategy, TPU, multi-worker) cannot be: the input
+        skips the batches of the restored steps instead, the same position when the pipeline
+        is deterministic (seeded shuffles)."""
+        step = self._resumed_step
+        if self._resumed_state and self.iterators_checkpointable and _has_iterator(
+                self._resumed_state):
+            iterator = make_iterator(0)
+            if self._restore_iterator(iterator):
+                self._iterator = iterator
+                return iterator
+        # Built once (a second build would draw other shuffle seeds), past the steps done.
+        iterator = make_iterator(step)
+        if step:
+            logging.info("Input position: skipped the batches of the %d steps done", step)
+        self._iterator = iterator if self.iterators_checkpointable else None
         return iterator
+
+    def _restore_iterator(self, iterator):
+        try:
+            tf.train.Checkpoint(iterator=iterator).read(
+                self._resumed_state).expect_partial().assert_existing_objects_matched()
+        except (tf.errors.OpError, AssertionError) as error:
+            # The input pipeline changed since (other flags or data).
+            logging.warning("Cannot restore the input position from %s (%s); the input is "
+                            "rebuilt and the batches done are skipped", self._resumed_state,
+                            _reason(error))
+            return False
+        logging.info("Input position restored from %s", self._resumed_state)
+        return True
+
+
+def iterators_checkpointable(strategy):
+    """Whether `tf.train.Checkpoint` can save this strategy's distributed-dataset iterators
+    (one device: a tf.data iterator; several devices: a multi-device iterator, which cannot).
+    Probed on a dataset without random ops, so no shuffle seed is drawn."""
+    probe = strategy.distribute_datasets_from_function(lambda _: tf.data.Dataset.range(1))
+    return isinstance(iter(probe), tf.__internal__.tracking.Trackable)
+
+
+def _has_iterator(prefix):
+    return any(name.startswith("iterator/")
+               for name in tf.train.load_checkpoint(prefix).get_variable_to_shape_map())

@@ -141,7 +141,7 @@ class Trainer:
         self.checkpoints = checkpointing.CheckpointManager(
             config.output_dir, self.variables_by_name, self.optimizer,
             keep_checkpoint_max=config.keep_checkpoint_max, is_chief=self.is_chief,
-            state_variables=self._unnamed_state(), worker=checkpointing.worker_name(strategy))
+            state_variables=self._unnamed_state(), strategy=strategy)
         self._forward_backward = self._micro_batch_gradients
         if config.enable_xla:
             self._forward_backward = tf.function(self._micro_batch_gradients, jit_compile=True)
@@ -232,10 +232,15 @@ class Trainer:
             steps_done += 1
         return steps_done, loss_sum, bad_loss
 
-    def _train_dataset(self):
+    def _train_dataset(self, skip_steps=0):
         def dataset_fn(input_context):
             per_replica = input_context.get_per_replica_batch_size(self.config.train_batch_size)
-            return self.task.train_dataset(input_context, per_replica)
+            dataset = self.task.train_dataset(input_context, per_replica)
+            if skip_steps:  # resume without a checkpointable iterator: drop what was consumed
+                replicas = (input_context.num_replicas_in_sync
+                            // input_context.num_input_pipelines)
+                dataset = dataset.skip(skip_steps * replicas)
+            return dataset
         return self.strategy.distribute_datasets_from_function(dataset_fn)
 
     def restore_or_initialize(self):
@@ -251,9 +256,10 @@ class Trainer:
             logging.info("Warm start from %s: %s", self.config.init_checkpoint, report)
         return self.global_step
 
-    def train_iterator(self):
-        """An iterator over the distributed training batches (for `train_steps`)."""
-        return iter(self._train_dataset())
+    def train_iterator(self, skip_steps=0):
+        """An iterator over the distributed training batches (for `train_steps`), past the
+        batches of `skip_steps` steps."""
+        return iter(self._train_dataset(skip_steps))
 
     def train_steps(self, iterator, num_steps):
         """`num_steps` updates in one tf.function call, no checkpoint or log; returns the mean
