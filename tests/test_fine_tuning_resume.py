@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -300,3 +301,17 @@ def test_no_good_checkpoint_left_is_one_line_naming_the_file_and_exit_2(tmp_path
     assert len(lines) == 1
     assert (f": error: {tmp_path / 'model.ckpt-40.data-00000-of-00001'}: damaged checkpoint "
             "file (Read less bytes than requested; no earlier checkpoint in") in lines[0]
+
+
+def test_a_checkpoint_without_training_state_resumes_with_a_warning(tmp_path, caplog):
+    """Checkpoints of an older version have no train_state/: resume, say it is not exact."""
+    _toy_trainer(tmp_path).train()
+    checkpoints.write_checkpoint_state(str(tmp_path), "model.ckpt-20")
+    shutil.rmtree(tmp_path / "train_state")
+    trainer = _toy_trainer(tmp_path)
+    with caplog.at_level(logging.INFO):
+        trainer.train()
+    assert (f"{tmp_path / 'model.ckpt-20'} has no training state "
+            f"({tmp_path / 'train_state' / 'step-20'})") in caplog.text
+    assert "Input position: skipped the batches of the 20 steps done" in caplog.text
+    assert trainer.global_step == 40
