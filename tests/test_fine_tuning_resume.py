@@ -109,21 +109,28 @@ def _start(command, log_path):
                                 stdout=subprocess.DEVNULL, stderr=log)
 
 
-def _kill_after(process, output_dir, kill_at, deadline):
-    """SIGKILL once `checkpoint` names a step >= kill_at (mid-way through the next loop or
-    while saving: wherever the process is then)."""
-    while True:
-        latest = checkpoints.latest_checkpoint(str(output_dir))
-        if latest and checkpointing.checkpoint_step(latest) >= kill_at:
-            break
-        assert process.poll() is None, f"ended (exit {process.returncode}) before the kill"
-        assert time.time() < deadline, f"no checkpoint {kill_at} in time"
+def _kill_at_random_steps(killed_runs, rng, timeout=600):
+    """SIGKILLs each run once `checkpoint` names a step >= its random `kill_at` (so mid-way
+    through the next loop or while saving: wherever it is then); all watched at once."""
+    for run in killed_runs:
+        run["kill_at"] = rng.choice(range(SAVE_EVERY, STEPS - SAVE_EVERY, SAVE_EVERY))
+    deadline = time.time() + timeout
+    waiting = list(killed_runs)
+    while waiting:
+        for run in list(waiting):
+            latest = checkpoints.latest_checkpoint(str(run["dir"]))
+            if latest and checkpointing.checkpoint_step(latest) >= run["kill_at"]:
+                run["process"].send_signal(signal.SIGKILL)
+                waiting.remove(run)
+            else:
+                assert run["process"].poll() is None, \
+                    f"ended (exit {run['process'].returncode}): {_log_tail(run['log'])}"
+        assert time.time() < deadline, f"no checkpoint to kill at within {timeout} s"
         time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-    assert process.wait(timeout=60) == -signal.SIGKILL, "finished before it was killed"
-    latest = checkpoints.latest_checkpoint(str(output_dir))
-    assert checkpointing.checkpoint_step(latest) < STEPS, "trained to the end before the kill"
-    return latest
+    for run in killed_runs:
+        assert run["process"].wait(timeout=60) == -signal.SIGKILL, "finished before the kill"
+        run["latest_at_kill"] = checkpoints.latest_checkpoint(str(run["dir"]))
+        assert checkpointing.checkpoint_step(run["latest_at_kill"]) < STEPS
 
 
 def _log_tail(path):
@@ -133,7 +140,7 @@ def _log_tail(path):
 @pytest.fixture(scope="module")
 def killed_runs(real_data, spm_model_file, tmp_path_factory):
     """GLUE and tagging: an uninterrupted run and a run SIGKILLed at a random step (all four
-    at once), then the killed ones' commands again."""
+    at once), then the killed ones' commands again (while the uninterrupted ones finish)."""
     work = tmp_path_factory.mktemp("killed")
     _config_file(work, spm_model_file)
     _write_glue(real_data, work / "glue" / "SST-2")
@@ -150,24 +157,16 @@ def killed_runs(real_data, spm_model_file, tmp_path_factory):
                 process = _start(command(work, spm_model_file, output_dir), log)
                 processes.append(process)
                 runs[name, kind] = {"dir": output_dir, "log": log, "process": process}
-        deadline = time.time() + 600
-        for name in commands:
-            killed = runs[name, "killed"]
-            killed["kill_at"] = rng.choice(range(SAVE_EVERY, STEPS - SAVE_EVERY, SAVE_EVERY))
-            killed["latest_at_kill"] = _kill_after(killed["process"], killed["dir"],
-                                                   killed["kill_at"], deadline)
-        for name, kind in runs:
-            if kind == "reference":
-                assert runs[name, kind]["process"].wait(timeout=600) == 0, \
-                    _log_tail(runs[name, kind]["log"])
-        resumes = []
-        for name, kind in (("glue", "killed"), ("tagging", "killed")):
-            run = runs[name, kind]
-            run["resume_log"] = work / f"{name}_{kind}_resumed.log"
-            process = _start(commands[name](work, spm_model_file, run["dir"]), run["resume_log"])
+        _kill_at_random_steps([runs[name, "killed"] for name in commands], rng)
+        waits = [(runs[name, "reference"]["process"], runs[name, "reference"]["log"])
+                 for name in commands]
+        for name, command in commands.items():
+            run = runs[name, "killed"]
+            run["resume_log"] = work / f"{name}_resumed.log"
+            process = _start(command(work, spm_model_file, run["dir"]), run["resume_log"])
             processes.append(process)
-            resumes.append((process, run["resume_log"]))
-        for process, log in resumes:
+            waits.append((process, run["resume_log"]))
+        for process, log in waits:
             assert process.wait(timeout=600) == 0, _log_tail(log)
     finally:
         for process in processes:

@@ -91,7 +91,9 @@ def _read_whole(prefix):
     try:
         reader = tf.train.load_checkpoint(prefix)
     except _UNREADABLE as error:
-        raise DamagedCheckpointError(prefix + checkpoints.INDEX_SUFFIX, _reason(error)) from error
+        data = prefix + checkpoints.DATA_SUFFIX
+        culprit = data if not tf.io.gfile.exists(data) else prefix + checkpoints.INDEX_SUFFIX
+        raise DamagedCheckpointError(culprit, _reason(error)) from error
     for name, dtype in reader.get_variable_to_dtype_map().items():
         try:
             if dtype == tf.variant:  # an input position: readable by the restore op only

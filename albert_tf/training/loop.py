@@ -18,7 +18,9 @@ forward and backward pass of a micro-batch with XLA.
 
 After each loop it logs step, loss, the task's metrics, learning rate, examples/s and ETA, writes
 the same scalars as TensorBoard summaries to `output_dir`, and saves `model.ckpt-<step>` every
-`save_checkpoints_steps` (and at the last step). A NaN or Inf loss stops training with an error
+`save_checkpoints_steps` (and at the last step), with `train_state/step-<step>` beside it (input
+position, dropout seed states: see `checkpointing`), so a killed run started again resumes
+exactly. A NaN or Inf loss stops training with an error
 naming the step; no checkpoint is written after it, so the last good one stays the latest.
 """
 
