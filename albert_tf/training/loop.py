@@ -13,7 +13,7 @@ therefore the same for any split of the global batch over replicas and micro-bat
 
 Precision: `mixed_bfloat16` / `mixed_float16` are Keras policies for the model (variables and
 optimizer state stay float32); float16 adds dynamic loss scaling (Keras LossScaleOptimizer,
-whose scale is not checkpointed: it re-adapts within a few steps). `enable_xla` compiles the
+whose scale is saved in `train_state/` beside each checkpoint). `enable_xla` compiles the
 forward and backward pass of a micro-batch with XLA.
 
 After each loop it logs step, loss, the task's metrics, learning rate, examples/s and ETA, writes
