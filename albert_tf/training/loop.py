@@ -13,12 +13,14 @@ therefore the same for any split of the global batch over replicas and micro-bat
 
 Precision: `mixed_bfloat16` / `mixed_float16` are Keras policies for the model (variables and
 optimizer state stay float32); float16 adds dynamic loss scaling (Keras LossScaleOptimizer,
-whose scale is not checkpointed: it re-adapts within a few steps). `enable_xla` compiles the
+whose scale is saved in `train_state/` beside each checkpoint). `enable_xla` compiles the
 forward and backward pass of a micro-batch with XLA.
 
 After each loop it logs step, loss, the task's metrics, learning rate, examples/s and ETA, writes
 the same scalars as TensorBoard summaries to `output_dir`, and saves `model.ckpt-<step>` every
-`save_checkpoints_steps` (and at the last step). A NaN or Inf loss stops training with an error
+`save_checkpoints_steps` (and at the last step), with `train_state/step-<step>` beside it (input
+position, dropout seed states: see `checkpointing`), so a killed run started again resumes
+exactly. A NaN or Inf loss stops training with an error
 naming the step; no checkpoint is written after it, so the last good one stays the latest.
 """
 
@@ -147,7 +149,8 @@ class Trainer:
                                  "the loop reports it")
         self.checkpoints = checkpointing.CheckpointManager(
             config.output_dir, self.variables_by_name, self.optimizer,
-            keep_checkpoint_max=config.keep_checkpoint_max, is_chief=self.is_chief)
+            keep_checkpoint_max=config.keep_checkpoint_max, is_chief=self.is_chief,
+            state_variables=self._unnamed_state(), strategy=strategy)
         self._forward_backward = self._micro_batch_gradients
         if config.enable_xla:
             self._forward_backward = tf.function(self._micro_batch_gradients, jit_compile=True)
@@ -162,6 +165,14 @@ class Trainer:
         if unnamed:
             raise ValueError(f"{type(self.model).__name__}.checkpoint_variables() misses the "
                              f"trainable variables {unnamed}")
+
+    def _unnamed_state(self):
+        """What the rest of the run depends on beyond the original layout's names: dropout
+        seed states, a float16 loss scale (saved beside each checkpoint for exact resume)."""
+        named = dict(self.variables_by_name, **self.optimizer.slot_variables())
+        named["global_step"] = self.optimizer.iterations
+        return checkpointing.unnamed_state(
+            list(self.model.variables) + list(self._update_optimizer.variables), named)
 
     @property
     def global_step(self):
@@ -230,17 +241,22 @@ class Trainer:
             steps_done += 1
         return steps_done, loss_sum, bad_loss
 
-    def _train_dataset(self):
+    def _train_dataset(self, skip_steps=0):
         def dataset_fn(input_context):
             per_replica = input_context.get_per_replica_batch_size(self.config.train_batch_size)
-            return self.task.train_dataset(input_context, per_replica)
+            dataset = self.task.train_dataset(input_context, per_replica)
+            if skip_steps:  # resume without a checkpointable iterator: drop what was consumed
+                replicas = (input_context.num_replicas_in_sync
+                            // input_context.num_input_pipelines)
+                dataset = dataset.skip(skip_steps * replicas)
+            return dataset
         return self.strategy.distribute_datasets_from_function(dataset_fn)
 
     def restore_or_initialize(self):
         """Resume from the latest checkpoint in output_dir, else warm start from init_checkpoint."""
-        latest = self.checkpoints.latest_checkpoint()
+        latest = self.checkpoints.restore_latest()  # skips damaged ones, warning
         if latest:
-            step = self.checkpoints.restore(latest)
+            step = self.global_step
             logging.info("Resumed from %s: global_step %d, learning rate %.6g", latest, step,
                          self.learning_rate)
         elif self.config.init_checkpoint:
@@ -249,9 +265,10 @@ class Trainer:
             logging.info("Warm start from %s: %d variables", self.config.init_checkpoint, len(report.mapped))
         return self.global_step
 
-    def train_iterator(self):
-        """An iterator over the distributed training batches (for `train_steps`)."""
-        return iter(self._train_dataset())
+    def train_iterator(self, skip_steps=0):
+        """An iterator over the distributed training batches (for `train_steps`), past the
+        batches of `skip_steps` steps."""
+        return iter(self._train_dataset(skip_steps))
 
     def train_steps(self, iterator, num_steps):
         """`num_steps` updates in one tf.function call, no checkpoint or log; returns the mean
@@ -278,7 +295,8 @@ class Trainer:
         if not self.is_chief:
             return self._train(on_checkpoint)
         with output_lock.hold(self.config.output_dir, "train"):
-            removed = io_utils.remove_stale_temporaries(self.config.output_dir)
+            removed = (io_utils.remove_stale_temporaries(self.config.output_dir)
+                       + self.checkpoints.remove_stale_temporaries())
             if removed:
                 logging.warning("Removed %d temporary files a killed run left: %s", len(removed),
                                 ", ".join(removed))
@@ -291,7 +309,7 @@ class Trainer:
             logging.info("global_step %d >= num_train_steps %d: nothing to train", start_step,
                          config.num_train_steps)
             return {}
-        iterator = self.train_iterator()
+        iterator = self.checkpoints.resumed_input(self.train_iterator)  # saved with checkpoints
         step, scalars = start_step, {}
         started = time.time()
         while step < config.num_train_steps:
