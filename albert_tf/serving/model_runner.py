@@ -42,13 +42,23 @@ class CallSlots:
 GRAPH_CALLS = CallSlots()  # one limit per process: the CPU is shared by every model
 
 
-def signature_defs(model_dir):
+def all_signature_defs(model_dir):
     """Every SignatureDef proto of `<model_dir>/saved_model.pb` (tensor names, method names),
     `__saved_model_init_op` included: TF Serving's metadata lists the MetaGraphDef's whole map."""
     saved_model = saved_model_pb2.SavedModel()
     with tf.io.gfile.GFile(os.path.join(model_dir, "saved_model.pb"), "rb") as reader:
         saved_model.ParseFromString(reader.read())
     return dict(saved_model.meta_graphs[0].signature_def.items())
+
+
+def served(signature_defs):
+    """The signatures a client can call: `__saved_model_init_op` is not one."""
+    return {name: proto for name, proto in signature_defs.items() if not name.startswith("__")}
+
+
+def signature_defs(model_dir):
+    """The served SignatureDef protos of `<model_dir>/saved_model.pb`."""
+    return served(all_signature_defs(model_dir))
 
 
 class ModelRunner:
@@ -62,9 +72,8 @@ class ModelRunner:
         self.signatures = dict(self._loaded.signatures)
         if not self.signatures:
             raise ServingError(f"{model_dir}: the SavedModel has no signatures", status=500)
-        self.all_signature_defs = signature_defs(model_dir)  # for metadata
-        self.signature_defs = {name: proto for name, proto in self.all_signature_defs.items()
-                               if not name.startswith("__")}  # __saved_model_init_op is not served
+        self.all_signature_defs = all_signature_defs(model_dir)  # for metadata
+        self.signature_defs = served(self.all_signature_defs)
 
     def _signature(self, name, method=None):
         name = name or DEFAULT_SIGNATURE

@@ -141,16 +141,22 @@ def _add_training_answer(example, qa):
     return None
 
 
-def check_version(input_file, flag_name, version_2_with_negative):
-    """SQuAD v1.1 has no unanswerable question: a v2.0 file read without
-    --version_2_with_negative would train the v1.1 heads to point at [CLS] and score its
-    unanswerable questions as misses. Refuses such a file, naming the first one."""
+def check_version(input_file, flag_name, version_2_with_negative, training=False):
+    """SQuAD v1.1 has no unanswerable question: scored without --version_2_with_negative, a
+    v2.0 file's unanswerable questions would count as misses, so such a predict file is refused,
+    naming the first one. A training file is only warned about: the original trains v1.1 heads
+    on it too, pointing unanswerable questions at [CLS] as it does windows without the answer."""
     if version_2_with_negative or not input_file:
         return
     for article in load_squad_json(input_file):
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 if qa.get("is_impossible"):
-                    raise SquadFormatError(
-                        f"{flag_name}={input_file}: question {qa['id']} is unanswerable "
-                        "(is_impossible), a SQuAD v2.0 file; pass --version_2_with_negative")
+                    message = (f"{flag_name}={input_file}: question {qa['id']} is unanswerable "
+                               "(is_impossible), a SQuAD v2.0 file")
+                    if training:
+                        logging.warning("%s; the v1.1 heads learn to point such questions at "
+                                        "[CLS] (as the original); pass --version_2_with_negative "
+                                        "for the v2.0 model", message)
+                        return
+                    raise SquadFormatError(f"{message}; pass --version_2_with_negative")

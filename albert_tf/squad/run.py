@@ -124,8 +124,10 @@ class SquadJob(fine_tuning.FineTuningJob):
         """The flow's `FlowOptions`: SQuAD's --do_predict evaluates every checkpoint on a
         predict file with answers, and in any case predicts it with the best checkpoint."""
         self.options.validate(self.max_seq_length, do_train, do_predict)
-        for flag_name in ("train_file",) + (("predict_file",) if do_predict else ()):
-            reader.check_version(getattr(self.options, flag_name), f"--{flag_name}",
+        reader.check_version(self.options.train_file, "--train_file",
+                             self.options.version_2_with_negative, training=True)
+        if do_predict:
+            reader.check_version(self.options.predict_file, "--predict_file",
                                  self.options.version_2_with_negative)
         labelled = do_predict and prediction.has_answers(
             reader.load_squad_json(self.options.predict_file))
