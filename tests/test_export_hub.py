@@ -1,6 +1,8 @@
 """export_checkpoints.py and export_to_tfhub.py: what they write, read back in a fresh process."""
 
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -10,7 +12,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from albert_tf import checkpoints
-from albert_tf.export import hub, pretrained
+from albert_tf.export import hub, pretrained, versioned
 from albert_tf.modeling import pretraining
 from tests.conftest import brown_config, run_python
 
@@ -168,10 +170,15 @@ def test_hub_module_fine_tunes_inside_keras(hub_export):
 
 
 def test_export_to_tfhub_script_without_einsum(albert_directory, tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = tmp_path / f".tmp-{versioned._HOST}-{dead.pid}-0123abcd"  # an export killed mid-write
+    killed.mkdir()
     result = run_python(("export_to_tfhub.py", f"--albert_directory={albert_directory}",
                          "--nouse_einsum", "--nodo_lower_case",
                          f"--export_path={tmp_path / 'hub'}"), check=False, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not killed.exists()
     assert "Einsum" not in op_types(str(tmp_path / "hub"))
     module = tf.saved_model.load(str(tmp_path / "hub"))
     assert bool(module.signatures["tokenization_info"]()["do_lower_case"]) is False

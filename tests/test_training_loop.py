@@ -92,6 +92,26 @@ def test_gradient_accumulation_equals_one_big_batch(tmp_path):
                                    err_msg=name)
 
 
+@pytest.mark.parametrize("precision", ["float32", "mixed_float16"])
+def test_accumulation_leaves_a_variable_without_gradient_alone(tmp_path, precision):
+    """SQuAD's and tagging's heads never read the pooler: with accumulation the step used to
+    add None to the running sum and crash; now it trains as k = 1 does, the pooler untouched."""
+    results = {}
+    for k in (1, 4):
+        trainer = _trainer(tmp_path / f"k{k}", training_toys.ToyTask(shuffle=False, unused_pooler=True),
+                           num_train_steps=3, train_batch_size=16, gradient_accumulation_steps=k,
+                           save_checkpoints_steps=3, precision=precision)
+        trainer.train()
+        results[k] = {n: v.numpy() for n, v in trainer.variables_by_name.items()}
+    untouched = training_toys.ToyModel(unused_pooler=True).checkpoint_variables()
+    for name in ("toy/pooler/kernel", "toy/pooler/bias"):
+        np.testing.assert_array_equal(results[4][name], untouched[name].numpy(), err_msg=name)
+    assert np.abs(results[4]["toy/dense/kernel"] - untouched["toy/dense/kernel"].numpy()).max() > 1e-3
+    tolerance = {"rtol": 1e-4, "atol": 1e-6} if precision == "float32" else {"rtol": 0, "atol": 1e-3}
+    for name in results[1]:  # float16 micro-batch sums round differently from one big batch
+        np.testing.assert_allclose(results[4][name], results[1][name], err_msg=name, **tolerance)
+
+
 def test_accumulation_needs_divisible_batch(tmp_path):
     with pytest.raises(ValueError, match=r"--train_batch_size=10 must be divisible .* = 4"):
         _trainer(tmp_path, train_batch_size=10, gradient_accumulation_steps=4)

@@ -24,7 +24,8 @@ FEATURES = 4
 class ToyModel(keras.Model):
     """Dense(16, tanh) → Dense(2); names in the original style (`toy/dense/kernel`, ...)."""
 
-    def __init__(self, seed=0):
+    def __init__(self, seed=0, unused_pooler=False):
+        """`unused_pooler`: also a layer no output reads, as the pooler under SQuAD's heads."""
         super().__init__()
         init = keras.initializers.GlorotUniform(seed=seed)
         self.hidden = keras.layers.Dense(16, activation="tanh", kernel_initializer=init)
@@ -32,14 +33,23 @@ class ToyModel(keras.Model):
             seed=seed + 1))
         self.hidden.build((None, FEATURES))
         self.logits.build((None, 16))
+        self.pooler = None
+        if unused_pooler:
+            self.pooler = keras.layers.Dense(16, kernel_initializer=keras.initializers.GlorotUniform(
+                seed=seed + 2), name="pooler")
+            self.pooler.build((None, 16))
 
     def call(self, features, training=False):
         return {"logits": self.logits(self.hidden(features["x"]))}
 
     def checkpoint_variables(self):
-        return collections.OrderedDict([
+        names = collections.OrderedDict([
             ("toy/dense/kernel", self.hidden.kernel), ("toy/dense/bias", self.hidden.bias),
             ("output_weights", self.logits.kernel), ("output_bias", self.logits.bias)])
+        if self.pooler is not None:
+            names.update([("toy/pooler/kernel", self.pooler.kernel),
+                          ("toy/pooler/bias", self.pooler.bias)])
+        return names
 
 
 def toy_examples(n=1024, nan_from=None, seed=0):
@@ -57,11 +67,12 @@ class ToyTask(task_lib.Task):
     eval_metric_name = "accuracy"
     eval_metric_higher_is_better = True
 
-    def __init__(self, shuffle=True, nan_from=None, repeat=True):
+    def __init__(self, shuffle=True, nan_from=None, repeat=True, unused_pooler=False):
         self.shuffle, self.nan_from, self.repeat = shuffle, nan_from, repeat
+        self.unused_pooler = unused_pooler
 
     def build_model(self, strategy):
-        return ToyModel()
+        return ToyModel(unused_pooler=self.unused_pooler)
 
     def _examples(self, input_context):
         dataset = tf.data.Dataset.from_tensor_slices(toy_examples(nan_from=self.nan_from))

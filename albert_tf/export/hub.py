@@ -30,13 +30,12 @@ original re-exported its v2 modules that way for TF 1.15; it also helps TFLite c
 """
 
 import os
-import uuid
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.export import pretrained
+from albert_tf.export import pretrained, versioned
 
 ORIGINAL_SPM_MODEL = "30k-clean.model"
 SEQUENCE_SPEC = tf.TensorSpec([None, None], tf.int32)
@@ -184,7 +183,9 @@ def export_hub_module(albert_directory, export_path, checkpoint_name="model.ckpt
     root, signatures = build_hub_root(
         model, spm_model_file, os.path.join(albert_directory, pretrained.CONFIG_FILENAME), do_lower_case)
     parent = os.path.dirname(os.path.abspath(export_path))
-    temp = os.path.join(parent, f".{os.path.basename(export_path)}.tmp-{uuid.uuid4().hex[:8]}")
+    tf.io.gfile.makedirs(parent)
+    versioned.remove_killed_temporaries(parent)
+    temp = versioned.temporary_path(parent)
     try:
         tf.saved_model.save(root, temp, signatures=signatures)
         tf.io.gfile.rename(temp, export_path)

@@ -55,6 +55,12 @@ def remove_killed_temporaries(directory):
     return removed
 
 
+def temporary_path(directory):
+    """A hidden `.tmp-<host>-<pid>-<random>` folder name in `directory`, which the next export
+    there removes (`remove_killed_temporaries`) if this process dies before renaming it."""
+    return os.path.join(directory, f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
 def write_archive(archive, directory, method_names=None, warmup_logs=()):
     """Writes a Keras `ExportArchive` to `<directory>/<version>/` under a temporary name first,
     so TF Serving never picks up a half-written version; returns that path. `method_names`
@@ -62,7 +68,7 @@ def write_archive(archive, directory, method_names=None, warmup_logs=()):
     (PredictionLogs) become the version's TF Serving warm-up file."""
     tf.io.gfile.makedirs(directory)
     remove_killed_temporaries(directory)
-    temp = os.path.join(directory, f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    temp = temporary_path(directory)
     try:
         archive.write_out(temp, verbose=False)
         if method_names:

@@ -35,7 +35,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 from tokenizers import pre_tokenizers, processors
 
 from albert_tf import errors
-from albert_tf.text import tokenization
+from albert_tf.text import regex_classes, tokenization
 
 SPIECE_UNDERLINE = tokenization.SPIECE_UNDERLINE
 # Marks where the digit-comma rule and the control pieces are cut; the pre-tokenizer splits there
@@ -71,19 +71,7 @@ def _python_classes():
             spaces.append(cp)
         if unicodedata.combining(char):
             combining.append(cp)
-    return _regex_class(spaces), _regex_class(combining)
-
-
-def _regex_class(code_points):
-    """`[\\x{9}-\\x{D}...]`, an Oniguruma character class of sorted code points."""
-    ranges = []
-    for cp in code_points:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    return "[" + "".join(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}"
-                         for lo, hi in ranges) + "]"
+    return regex_classes.character_class(spaces), regex_classes.character_class(combining)
 
 
 def read_model_proto(spm_model_file):
@@ -265,4 +253,3 @@ def build(spm_model_file, do_lower_case=True):
 def write(spm_model_file, path, do_lower_case=True):
     """Writes `path` (tokenizer.json) for `spm_model_file`."""
     build(spm_model_file, do_lower_case).save(path)
-

@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.text import tokenization
+from albert_tf.text import regex_classes, tokenization
 
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
@@ -101,20 +101,8 @@ def _unicode_tables():
         "lower_values": np.array(lower_values, np.int64),
         "case_keys": np.array(case_keys, np.int64),
         "case_values": np.array(case_values, np.int64),
-        "digit_class": _regex_class(digits),
+        "digit_class": regex_classes.character_class(digits),
     }
-
-
-def _regex_class(code_points):
-    """An RE2 character class `[\\x{30}-\\x{39}...]` for a sorted list of code points."""
-    ranges = []
-    for cp in code_points:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    parts = [f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in ranges]
-    return "[" + "".join(parts) + "]"
 
 
 def _static_table(keys, values, default):

@@ -209,19 +209,26 @@ class Trainer:
                 features)
             loss = tf.constant(0.0)
             gradients = [tf.zeros_like(v) for v in variables]
+            # Variables no loss reaches (the pooler under SQuAD and tagging heads) get None, as
+            # with k = 1, so the optimizer leaves them alone; which ones is fixed at trace time.
+            without_gradient = set()
             for i in tf.range(k):
                 micro = tf.nest.map_structure(lambda t, i=i: t[i], micro_batches)
                 micro_loss, micro_gradients, outputs = self._forward_backward(micro, normalizers)
                 self.task.update_metrics(self.train_metrics, micro, outputs)
                 loss += micro_loss
-                gradients = [g + m for g, m in zip(gradients, micro_gradients)]
+                without_gradient.update(j for j, m in enumerate(micro_gradients) if m is None)
+                gradients = [g if m is None else g + m for g, m in zip(gradients, micro_gradients)]
+            gradients = [None if j in without_gradient else g for j, g in enumerate(gradients)]
         if self.config.precision == "mixed_float16":
             # The loss scaler decides on one replica's gradients; make a non-finite gradient
             # anywhere non-finite everywhere so every replica skips the same step.
-            finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in gradients])
+            finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in gradients
+                                    if g is not None])
             non_finite_replicas = context.all_reduce(tf.distribute.ReduceOp.SUM,
                                                      1.0 - tf.cast(finite, tf.float32))
-            gradients = [tf.where(non_finite_replicas == 0.0, g, tf.fill(tf.shape(g), np.nan))
+            gradients = [None if g is None else
+                         tf.where(non_finite_replicas == 0.0, g, tf.fill(tf.shape(g), np.nan))
                          for g in gradients]
         self._update_optimizer.apply(gradients, variables)
         return context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
