@@ -98,6 +98,28 @@ class _Worker:
         self.file_index = None
 
 
+_DEATH_WAIT_SECONDS = 10
+
+
+def _next_event(worker, paths):
+    """The worker's next event; its death (the pipe ends, even inside a message) as an error."""
+    try:
+        return worker.events.recv()
+    except (EOFError, OSError) as error:
+        # A worker killed while sending a large event leaves a partial message: recv then
+        # raises OSError("got end of file during message") instead of EOFError.
+        where = (f" while processing {paths[worker.file_index]}"
+                 if worker.file_index is not None else "")
+        try:
+            exit_code = worker.process.wait(timeout=_DEATH_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"the pipe from data worker process {worker.process.pid} broke "
+                               f"({error or type(error).__name__}){where}; the process is "
+                               f"still running") from error
+        raise RuntimeError(f"data worker process {worker.process.pid} died with exit code "
+                           f"{exit_code}{where}") from None
+
+
 class WorkerPool:
     """num_workers > 1 worker processes, each fed one file at a time."""
 
@@ -156,13 +178,7 @@ class WorkerPool:
         while remaining:
             for ready in connection.wait(list(by_connection), timeout=_POLL_SECONDS):
                 worker = by_connection[ready]
-                try:
-                    event = ready.recv()
-                except EOFError:
-                    where = (f" while processing {paths[worker.file_index]}"
-                             if worker.file_index is not None else "")
-                    raise RuntimeError(f"data worker process {worker.process.pid} died with exit "
-                                       f"code {worker.process.wait()}{where}") from None
+                event = _next_event(worker, paths)
                 if event[0] == "error":
                     _, file_index, error, worker_traceback = event
                     where = paths[file_index] if file_index is not None else "start-up"
