@@ -69,6 +69,9 @@ def test_bad_inputs_are_named(tmp_path):
         vocab.expand_input_patterns(" , ")
     with pytest.raises(FileNotFoundError, match="gone.txt"):
         vocab.train_albert_spm([str(tmp_path / "gone.txt")], str(tmp_path / "v"))
+    with pytest.raises(ValueError, match=f"{tmp_path}: vocabulary input file is a directory; "
+                                         "expected a file"):
+        vocab.train_albert_spm([str(tmp_path)], str(tmp_path / "v"))
     (tmp_path / "a.txt").write_text("some text\n")
     with pytest.raises(ValueError, match=r"unknown SentencePiece trainer option\(s\) \['colour'\]"):
         vocab.train_albert_spm([str(tmp_path / "a.txt")], str(tmp_path / "v"), colour=1)

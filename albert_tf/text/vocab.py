@@ -11,6 +11,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf import errors
+from albert_tf.files import input_files as input_files_lib
 from albert_tf.files import text_check
 from albert_tf.text import tokenization
 
@@ -85,10 +86,6 @@ def _open(path):
     return _gfile().GFile(path, "rb") if "://" in path else open(path, "rb")
 
 
-def _exists(path):
-    return _gfile().exists(path) if "://" in path else os.path.isfile(path)
-
-
 def _preprocessed_lines(input_files, do_lower_case):
     """Each non-empty line through tokenization.preprocess_text, as the tokenizer will see it."""
     for path in input_files:
@@ -111,8 +108,7 @@ def train_albert_spm(input_files, model_prefix, preprocess=False, do_lower_case=
     are, as the original README's `spm_train` command did.
     """
     for path in input_files:
-        if not _exists(path):
-            raise errors.MissingFileError(f"{path}: vocabulary input file does not exist")
+        input_files_lib.check_file(path, "vocabulary input file")
     _check_text_inputs(input_files)
     unknown = sorted(set(overrides) - set(trainer_options()))
     reserved = sorted(set(overrides) & set(_RESERVED))
