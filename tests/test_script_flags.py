@@ -60,3 +60,12 @@ def test_a_bad_flag_combination_is_a_usage_error_in_process(tmp_path):
                  f"--output_dir={tmp_path}", "--masked_lm_budget=0.15"])
     with pytest.raises(app.UsageError, match="online masking"):
         run_pretraining.run(flag_values)
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_help_text_keeps_the_docstring_lines(name):
+    """A lone backslash at a line's end in the docstring would join two lines of --help."""
+    module = importlib.import_module(f"albert_tf.scripts.{name}")
+    source = open(module.__file__, encoding="utf-8").read()
+    literal = source[:source.index('"""', 3) + 3]
+    assert module.__doc__.count("\n") == literal.count("\n")

@@ -9,7 +9,7 @@ The original's flags, defaults and meanings, plus --num_workers, --shuffle_buffe
 is byte-identical for the same inputs and flags whatever --num_workers or the runner is;
 `<first output>.summary.json` has the counts. On Apache Beam (e.g. Dataflow):
 
-  python create_pretraining_data.py ... --runner=DirectRunner \
+  python create_pretraining_data.py ... --runner=DirectRunner \\
       --beam_options="--direct_num_workers=2 --direct_running_mode=multi_processing"
 """
 

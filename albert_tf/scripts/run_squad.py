@@ -7,8 +7,8 @@ default; the fine-tuning flags are those every script shares (`training.flags`: 
 --threshold_predict_file, --null_score_diff_threshold. It runs the shared fine-tuning flow
 with `squad.run.SquadJob`. See README.md, "SQuAD v1.1 and v2.0".
 
-    python run_squad.py --albert_config_file=albert_config.json --spm_model_file=30k-clean.model \
-        --init_checkpoint=model.ckpt-best --train_file=train-v1.1.json \
+    python run_squad.py --albert_config_file=albert_config.json --spm_model_file=30k-clean.model \\
+        --init_checkpoint=model.ckpt-best --train_file=train-v1.1.json \\
         --predict_file=dev-v1.1.json --do_train --do_predict --output_dir=out
 """
 
