@@ -11,6 +11,8 @@ request one short sentence (`ids` signature, --seq tokens, batch 1):
   cold      the first burst of one request per client on the freshly started server
   warm      --requests per client right after
   overload  the same while `os.cpu_count()` busy processes double the CPU demand
+First, the ceiling: the same signature called in-process, batch 1 against batch 16, rows/s
+(no server, no client); batching can gain at most their ratio here.
 Prints one JSON line per run: connection errors, refusals (503 / UNAVAILABLE / RESOURCE_EXHAUSTED),
 other errors, p50/p99 latency and requests/s.
 """
@@ -44,6 +46,10 @@ flags.DEFINE_string("batching_parameters", "max_batch_size { value: 16 } "
                     "num_batch_threads { value: 1 }", "The --batching_parameters_file text "
                     "(16 rows: on 2 cores larger batches gave fewer rows/s, bench/RESULTS.md).")
 flags.DEFINE_bool("overload", True, "Also run under 2x CPU overload.")
+flags.DEFINE_integer("in_process_rounds", 5, "Rounds of the in-process batch 1 against "
+                     "--in_process_batch measurement (0: skip it).")
+flags.DEFINE_integer("in_process_batch", 16, "Batch size of the in-process ceiling: "
+                     "max_batch_size of --batching_parameters.")
 FLAGS = flags.FLAGS
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,6 +62,28 @@ def export(root):
     model = classifier.AlbertClassifier(config, 2, skip_padding=True)  # as export.load_classifier
     signatures = classifier_export.ClassifierSignatures(model, ["0", "1"], 128, regression=False)
     return classifier_export.write_saved_model(signatures, root)
+
+
+def in_process_rows_per_second(export_dir, ids, batch_size):
+    """{batch size: rows/s} of the `ids` signature called directly, batch 1 against
+    `batch_size` round-robin: the most any server-side batching can gain on this machine."""
+    import tensorflow as tf
+    signature = tf.saved_model.load(export_dir).signatures["ids"]
+    inputs = {size: {"input_ids": tf.constant(ids * size, tf.int32),
+                     "input_mask": tf.ones([size, len(ids[0])], tf.int32),
+                     "segment_ids": tf.zeros([size, len(ids[0])], tf.int32)}
+              for size in (1, batch_size)}
+    seconds = {size: [] for size in inputs}
+    for size in inputs:
+        signature(**inputs[size])  # traced and warmed outside the timing
+    for _ in range(FLAGS.in_process_rounds):
+        for size in inputs:
+            calls = max(1, batch_size // size)  # the same rows per timing for both sizes
+            started = time.perf_counter()
+            for _ in range(calls):
+                signature(**inputs[size])
+            seconds[size].append((time.perf_counter() - started) / (calls * size))
+    return {size: round(1 / float(np.median(per_row)), 1) for size, per_row in seconds.items()}
 
 
 def free_port():
@@ -170,8 +198,13 @@ def _spin(stop):
 
 def main(argv):
     del argv
-    root = tempfile.mkdtemp()
-    export(os.path.join(root, "export"))
+    with tempfile.TemporaryDirectory(prefix="bench_rest_server_") as root:
+        _measure(root)
+
+
+def _measure(root):
+    """Exports the model under `root` and prints one JSON line per (batching, protocol, phase)."""
+    version = export(os.path.join(root, "export"))
     batching_file = os.path.join(root, "batching.txt")
     with open(batching_file, "w", encoding="utf-8") as writer:
         writer.write(FLAGS.batching_parameters)
@@ -180,6 +213,12 @@ def main(argv):
     print(json.dumps({"cpu": machine.cpu_model(), "cores": os.cpu_count(),
                       "config": FLAGS.config, "clients": FLAGS.clients, "seq": FLAGS.seq,
                       "batching_parameters": FLAGS.batching_parameters}), flush=True)
+    if FLAGS.in_process_rounds:
+        rows_per_second = in_process_rows_per_second(version, ids, FLAGS.in_process_batch)
+        print(json.dumps({"in_process_rows_per_s": rows_per_second,
+                          "batching_gain_ceiling": round(
+                              rows_per_second[FLAGS.in_process_batch] / rows_per_second[1], 2)}),
+              flush=True)
     for batching in FLAGS.batching:
         for protocol in FLAGS.protocols:
             server, rest_port, grpc_port, startup = start_server(

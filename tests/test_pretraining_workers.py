@@ -1,7 +1,6 @@
 """The worker pool's pipe protocol: a worker's death is reported whatever it was sending."""
 
 import os
-import struct
 import subprocess
 import sys
 from multiprocessing import connection
