@@ -139,6 +139,15 @@ class AlbertConfig:
                 f"{vocabulary_size} ids of {vocabulary_source}; use the config the vocabulary "
                 f"was made with, or set vocab_size >= {vocabulary_size}")
 
+    def check_max_seq_length(self, max_seq_length, config_source="--albert_config_file"):
+        """The model has position embeddings for `max_position_embeddings` tokens only: a
+        longer --max_seq_length would fail at the first batch instead of at the start."""
+        if max_seq_length > self.max_position_embeddings:
+            raise ConfigError(
+                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
+                f"{self.max_position_embeddings} of {config_source}: --max_seq_length must be "
+                "<= max_position_embeddings (the longest sequence the model was trained on)")
+
     def _validate_values(self, source, given=None):
         """Each field's own range (of the `given` keys only, when set)."""
         for field in _INT_FIELDS:

@@ -15,7 +15,6 @@ adds loss and global_step.
 import keras
 import tensorflow as tf
 
-from albert_tf import errors
 from albert_tf.modeling import pretraining as pretraining_model
 from albert_tf.pretraining import input_pipeline
 from albert_tf.training import strategy as strategy_lib, task
@@ -49,10 +48,7 @@ class PretrainingTask(task.Task):
     def __init__(self, albert_config, input_files, max_seq_length, max_predictions_per_seq,
                  eval_input_files=None, seed=None):
         """`input_files`, `eval_input_files`: comma-separated files/globs (or lists of them)."""
-        if max_seq_length > albert_config.max_position_embeddings:
-            raise errors.UserInputError(
-                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
-                f"{albert_config.max_position_embeddings} of the ALBERT config")
+        albert_config.check_max_seq_length(max_seq_length)
         self.albert_config = albert_config
         self.input_files = input_files
         self.eval_input_files = eval_input_files or input_files

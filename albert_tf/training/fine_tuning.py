@@ -60,15 +60,6 @@ def check_init_checkpoint(init_checkpoint, allow_random_init, do_train, output_d
             "checkpoint prefix or a directory) or, if you mean it, --allow_random_init")
 
 
-def check_max_seq_length(max_seq_length, albert_config, config_source="--albert_config_file"):
-    """The model has position embeddings for `max_position_embeddings` tokens only."""
-    if max_seq_length > albert_config.max_position_embeddings:
-        raise errors.UserInputError(
-            f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
-            f"{albert_config.max_position_embeddings} of {config_source}: --max_seq_length "
-            "must be <= max_position_embeddings (the longest sequence the model was trained on)")
-
-
 def best_checkpoint(output_dir, fallback=None, eval_split="dev set"):
     """`output_dir/model.ckpt-best` (chosen by evaluation), else the latest checkpoint (warned),
     else `fallback` (an --init_checkpoint, if given); raises when there is none of them."""
@@ -101,7 +92,7 @@ class FineTuningJob(abc.ABC):
         """Checks the sequence length against the config and sets up the tokenizer
         (SentencePiece with `spm_model_file`, else WordPiece), checking its size against
         `vocab_size`; `batching`: the run's `length_buckets.Batching`."""
-        check_max_seq_length(max_seq_length, albert_config, config_source)
+        albert_config.check_max_seq_length(max_seq_length, config_source)
         if not spm_model_file and not vocab_file:
             raise errors.UserInputError("give --spm_model_file (SentencePiece, the released "
                                         "models) or --vocab_file (WordPiece)")
