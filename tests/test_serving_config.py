@@ -6,10 +6,12 @@ import time
 import urllib.error
 import urllib.request
 
+from google.protobuf import text_format
 import grpc
 import pytest
 import tensorflow as tf
-from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+from tensorflow_serving.apis import (model_management_pb2, model_service_pb2_grpc, predict_pb2,
+                                     prediction_service_pb2_grpc)
 
 from albert_tf import serving
 from albert_tf.serving import model_config
@@ -106,3 +108,49 @@ def test_bad_config_files_are_refused_naming_file_and_model(tmp_path, text, mess
     with pytest.raises(model_config.ModelConfigError, match=message) as error:
         model_config.parse(str(path))
     assert str(path) in str(error.value)
+
+
+def test_handle_reload_config_request_serves_the_sent_config_until_the_file_changes(tmp_path):
+    """gRPC ModelService.HandleReloadConfigRequest (model_service.proto): the server serves the
+    models of the ModelServerConfig it is sent; a config TF Serving would refuse is refused
+    with INVALID_ARGUMENT and changes nothing."""
+    bases = {"a": str(tmp_path / "a"), "b": str(tmp_path / "b")}
+    write_version(bases["a"], 1, offset=1.0)
+    write_version(bases["b"], 1, offset=10.0)
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "a" base_path: "%(a)s" } }' % bases)
+    server = serving.start_python_server(None, None, port=0, grpc_port=0, poll_secs=0.1,
+                                         model_config_file=str(config), config_poll_secs=0.1)
+    port = server.server_address[1]
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}")
+    stub = model_service_pb2_grpc.ModelServiceStub(channel)
+    try:
+        request = model_management_pb2.ReloadConfigRequest()
+        text_format.Parse('model_config_list { config { name: "b" base_path: "%(b)s" } }' % bases,
+                          request.config)
+        response = stub.HandleReloadConfigRequest(request, timeout=60)
+        assert response.status.error_code == 0
+        assert _predict(port, "/v1/models/b") == [11.0]  # 0.5 * 2 + 10
+        assert _get(port, "/v1/models/a")[0] == 404
+        time.sleep(0.5)  # several polls of the unchanged file: the sent config stays
+        assert _predict(port, "/v1/models/b") == [11.0]
+
+        bad = model_management_pb2.ReloadConfigRequest()
+        text_format.Parse('model_config_list { config { name: "c" } }', bad.config)
+        with pytest.raises(grpc.RpcError) as error:
+            stub.HandleReloadConfigRequest(bad, timeout=30)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "HandleReloadConfigRequest: model 'c': every config needs a name and a base_path" \
+            in error.value.details()
+        assert _predict(port, "/v1/models/b") == [11.0]
+
+        config.write_text('model_config_list { config { name: "a" base_path: "%(a)s" '
+                          'model_platform: "tensorflow" } }' % bases)  # the file changes
+        deadline = time.monotonic() + 30
+        while _get(port, "/v1/models/b")[0] != 404:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert _predict(port, "/v1/models/a") == [2.0]
+    finally:
+        channel.close()
+        server.shutdown()

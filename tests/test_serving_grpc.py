@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
-                                     get_model_status_pb2, inference_pb2, model_service_pb2_grpc,
-                                     predict_pb2, prediction_service_pb2_grpc, regression_pb2)
+                                     get_model_status_pb2, inference_pb2, model_management_pb2,
+                                     model_service_pb2_grpc, predict_pb2,
+                                     prediction_service_pb2_grpc, regression_pb2)
 
 from albert_tf import serving
 from tests.serving_toy_model import write_version
@@ -154,3 +155,32 @@ def test_a_regress_call_on_a_predict_signature_is_refused(server):
         stub.Regress(request, timeout=30)
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "tensorflow/serving/regress" in error.value.details()
+
+
+def test_grpc_requests_are_counted_in_the_prometheus_metrics(server):
+    """TF Serving counts every entrypoint in `:tensorflow:serving:request_count` and labels its
+    latency histogram with `entrypoint` (servables/tensorflow/util.cc, RecordRequestLatency)."""
+    rest_server, stub, _ = server
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "half"
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto([1.0], dtype=tf.float32))
+    stub.Predict(request, timeout=30)
+    request.model_spec.signature_name = "nope"
+    with pytest.raises(grpc.RpcError):
+        stub.Predict(request, timeout=30)
+    url = f"http://127.0.0.1:{rest_server.server_address[1]}/monitoring/prometheus/metrics"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        lines = response.read().decode().splitlines()
+    assert any(line.startswith(':tensorflow:serving:request_latency_count{model_name="half",'
+                               'API="predict",entrypoint="GRPC"}') for line in lines)
+    assert any(line.startswith(':tensorflow:serving:request_count{model_name="half",'
+                               'status="INVALID_ARGUMENT"}') for line in lines)
+
+
+def test_reload_config_needs_a_model_config_file(server):
+    _, _, model_stub = server
+    with pytest.raises(grpc.RpcError) as error:
+        model_stub.HandleReloadConfigRequest(model_management_pb2.ReloadConfigRequest(),
+                                             timeout=30)
+    assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "--model_config_file" in error.value.details()

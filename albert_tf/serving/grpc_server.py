@@ -3,40 +3,44 @@ tensorflow-serving-api protos) on grpcio, next to the REST API: a stock
 `prediction_service_pb2_grpc.PredictionServiceStub` client works unchanged."""
 
 from concurrent import futures
+import time
 
 from absl import logging
 from google.protobuf import json_format
 import grpc
-from tensorflow_serving.apis import (get_model_status_pb2, model_service_pb2_grpc,
-                                     prediction_service_pb2_grpc)
+from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2,
+                                     model_service_pb2_grpc, prediction_service_pb2_grpc)
 
-from albert_tf.serving import tensor_requests
-from albert_tf.serving.errors import ServingError
+from albert_tf.serving import model_config, tensor_requests
+from albert_tf.serving.errors import Code, ServingError
 
 DEFAULT_GRPC_PORT = 8500
 DEFAULT_MAX_CONCURRENT_RPCS = 1024
-# ServingError's HTTP codes as the gRPC codes TF Serving answers for the same causes.
-_GRPC_CODES = {400: grpc.StatusCode.INVALID_ARGUMENT, 404: grpc.StatusCode.NOT_FOUND,
-               408: grpc.StatusCode.DEADLINE_EXCEEDED, 413: grpc.StatusCode.RESOURCE_EXHAUSTED,
-               429: grpc.StatusCode.RESOURCE_EXHAUSTED, 500: grpc.StatusCode.INTERNAL,
-               501: grpc.StatusCode.UNIMPLEMENTED, 503: grpc.StatusCode.UNAVAILABLE}
+_GRPC_CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
 def grpc_code(error):
-    """The gRPC status code of a ServingError."""
-    return _GRPC_CODES.get(getattr(error, "status", 400), grpc.StatusCode.UNKNOWN)
+    """The gRPC status code of a ServingError: its canonical code, as TF Serving answers."""
+    return _GRPC_CODES.get(int(error.code), grpc.StatusCode.UNKNOWN)
 
 
-def _answer(context, handler):
+def _answer(context, handler, record=None):
     """Runs `handler()`, turning a ServingError into its status code and message and any
-    other exception into INTERNAL (logged: a bug of ours, the server stays up)."""
+    other exception into INTERNAL (logged: a bug of ours, the server stays up); then
+    `record(code, seconds)` counts the answer in the metrics."""
+    started, code = time.perf_counter(), Code.OK
     try:
         return handler()
     except ServingError as error:
+        code = error.code
         context.abort(grpc_code(error), str(error))
     except Exception as error:
+        code = Code.INTERNAL
         logging.exception("gRPC request failed")
         context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+    finally:
+        if record is not None:
+            record(code, time.perf_counter() - started)
 
 
 def served_versions(models, spec):
@@ -61,37 +65,63 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     """Predict, Classify, Regress, MultiInference and GetModelMetadata over `models`
     ({name: ServedVersions})."""
 
-    def __init__(self, models):
-        self.models = models
+    def __init__(self, models, metrics):
+        self.models, self.metrics = models, metrics
 
-    def _call(self, context, request, function, spec=None):
-        return _answer(context, lambda: function(
-            runner_for(self.models, spec or request.model_spec), request))
+    def _call(self, context, request, function, api, spec=None):
+        spec = spec or request.model_spec
+        return _answer(context, lambda: function(runner_for(self.models, spec), request),
+                       _recorder(self.metrics, spec.name, api))
 
     def Predict(self, request, context):
-        return self._call(context, request, tensor_requests.predict)
+        return self._call(context, request, tensor_requests.predict, "predict")
 
     def Classify(self, request, context):
-        return self._call(context, request, tensor_requests.classify)
+        return self._call(context, request, tensor_requests.classify, "classify")
 
     def Regress(self, request, context):
-        return self._call(context, request, tensor_requests.regress)
+        return self._call(context, request, tensor_requests.regress, "regress")
 
     def MultiInference(self, request, context):
         if not request.tasks:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "MultiInferenceRequest has no tasks")
-        return self._call(context, request, tensor_requests.multi_inference,
+            def refuse():
+                raise ServingError("MultiInferenceRequest has no tasks")
+            return _answer(context, refuse, _recorder(self.metrics, "", "multi_inference"))
+        return self._call(context, request, tensor_requests.multi_inference, "multi_inference",
                           request.tasks[0].model_spec)
 
     def GetModelMetadata(self, request, context):
-        return self._call(context, request, tensor_requests.metadata)
+        return self._call(context, request, tensor_requests.metadata, "metadata")
+
+
+def _recorder(metrics, model_name, api):
+    """What `_answer` calls to count a gRPC request in `metrics`, as TF Serving labels it."""
+    def record(code, seconds):
+        metrics.record(model_name, api, code, seconds, entrypoint="GRPC")
+    return record
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):
-    """GetModelStatus: every version's state (START, LOADING, AVAILABLE, END) and error."""
+    """GetModelStatus: every version's state (START, LOADING, AVAILABLE, END) and error;
+    HandleReloadConfigRequest: serve the models of a `ModelServerConfig` (with
+    --model_config_file; `configured` is then its `model_config.ConfiguredModels`)."""
 
-    def __init__(self, models):
-        self.models = models
+    def __init__(self, models, metrics, configured=None):
+        self.models, self.metrics, self.configured = models, metrics, configured
+
+    def HandleReloadConfigRequest(self, request, context):
+        def reload():
+            if self.configured is None:
+                raise ServingError(
+                    "HandleReloadConfigRequest needs a server started with --model_config_file "
+                    "(this one serves --model_name/--model_base_path)", code=Code.FAILED_PRECONDITION)
+            try:
+                wanted = model_config.models_of(request.config, "HandleReloadConfigRequest")
+            except model_config.ModelConfigError as error:
+                raise ServingError(str(error)) from error
+            self.configured.apply(wanted)
+            return model_management_pb2.ReloadConfigResponse()  # status OK
+        return _answer(context, reload, _recorder(self.metrics, "", "reload_config"))
 
     def GetModelStatus(self, request, context):
         def status():
@@ -105,13 +135,14 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
                 number = None
             return json_format.ParseDict(versions.status(number),
                                          get_model_status_pb2.GetModelStatusResponse())
-        return _answer(context, status)
+        return _answer(context, status,
+                       _recorder(self.metrics, request.model_spec.name, "status"))
 
 
 class GrpcServer:
     """grpcio server on host:port (0 = any free port; `port` is the bound one)."""
 
-    def __init__(self, models, host, port, max_workers=64,
+    def __init__(self, models, host, port, metrics, configured=None, max_workers=64,
                  max_concurrent_rpcs=DEFAULT_MAX_CONCURRENT_RPCS):
         # Above max_concurrent_rpcs grpcio answers RESOURCE_EXHAUSTED at once: overload is
         # refused promptly instead of queued without bound.
@@ -121,9 +152,9 @@ class GrpcServer:
             options=[("grpc.max_receive_message_length", 64 << 20),
                      ("grpc.max_send_message_length", 64 << 20)])
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-            PredictionService(models), self._server)
-        model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(models),
-                                                                  self._server)
+            PredictionService(models, metrics), self._server)
+        model_service_pb2_grpc.add_ModelServiceServicer_to_server(
+            ModelService(models, metrics, configured), self._server)
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.port = self._server.add_insecure_port(address)
         if self.port == 0:

@@ -1,7 +1,8 @@
 """Request metrics in Prometheus' text format under TF Serving's names, for its monitoring path
 `/monitoring/prometheus/metrics`: `:tensorflow:serving:request_count{model_name,status}` with the
 canonical status name as TF Serving labels it (OK, INVALID_ARGUMENT, NOT_FOUND, ...) and the
-`:tensorflow:serving:request_latency` histogram (microseconds, as TF Serving reports it)."""
+`:tensorflow:serving:request_latency` histogram (microseconds, as TF Serving reports it), labelled
+with the entrypoint, REST or GRPC."""
 
 import bisect
 import collections
@@ -28,13 +29,14 @@ class RequestMetrics:
         self._buckets = collections.defaultdict(lambda: [0] * (len(LATENCY_BOUNDS_US) + 1))
         self._sums = collections.Counter()
 
-    def record(self, model_name, api, code, seconds):
-        """One answered request: `code` is its canonical status (an errors.Code)."""
+    def record(self, model_name, api, code, seconds, entrypoint="REST"):
+        """One answered request: `code` is its canonical status (an errors.Code), `entrypoint`
+        REST or GRPC."""
         status = code.name
         microseconds = seconds * 1e6
         with self._lock:
             self._counts[(model_name, status)] += 1
-            key = (model_name, api)
+            key = (model_name, api, entrypoint)
             self._buckets[key][bisect.bisect_left(LATENCY_BOUNDS_US, microseconds)] += 1
             self._sums[key] += microseconds
 
@@ -45,8 +47,8 @@ class RequestMetrics:
                 lines.append(f":tensorflow:serving:request_count"
                              f"{{{_labels([('model_name', model), ('status', status)])}}} {count}")
             lines.append("# TYPE :tensorflow:serving:request_latency histogram")
-            for (model, api), counts in sorted(self._buckets.items()):
-                base = [("model_name", model), ("API", api), ("entrypoint", "REST")]
+            for (model, api, entrypoint), counts in sorted(self._buckets.items()):
+                base = [("model_name", model), ("API", api), ("entrypoint", entrypoint)]
                 cumulative = 0
                 for bound, count in zip(list(LATENCY_BOUNDS_US) + ["+Inf"], counts):
                     cumulative += count
@@ -54,7 +56,7 @@ class RequestMetrics:
                     lines.append(f":tensorflow:serving:request_latency_bucket"
                                  f"{{{_labels(base + [('le', le)])}}} {cumulative}")
                 lines.append(f":tensorflow:serving:request_latency_sum{{{_labels(base)}}} "
-                             f"{self._sums[(model, api)]:.0f}")
+                             f"{self._sums[(model, api, entrypoint)]:.0f}")
                 lines.append(f":tensorflow:serving:request_latency_count{{{_labels(base)}}} "
                              f"{cumulative}")
         return "\n".join(lines) + "\n"

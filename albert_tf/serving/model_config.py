@@ -1,7 +1,8 @@
 """TF Serving's `--model_config_file`: a text-format `ModelServerConfig` (tensorflow-serving-api's
 proto) naming several models, each with a base path, a `model_version_policy` (latest N, all,
 specific) and `version_labels`; reread every `--model_config_file_poll_wait_seconds` so models
-can be added, removed or re-labelled without a restart."""
+can be added, removed or re-labelled without a restart. gRPC's `HandleReloadConfigRequest`
+applies a `ModelServerConfig` sent by a client the same way (until the file changes again)."""
 
 import threading
 
@@ -18,13 +19,23 @@ class ModelConfigError(errors.UserInputError):
     """A model config file TF Serving would refuse; the message names the file and model."""
 
 
-def parse(path):
-    """[(name, base_path, VersionPolicy, labels)] of the models in the file at `path`."""
+def read_config(path):
+    """The `ModelServerConfig` proto of the text-format file at `path`."""
     try:
         with tf.io.gfile.GFile(path) as reader:
-            config = text_format.Parse(reader.read(), model_server_config_pb2.ModelServerConfig())
+            return text_format.Parse(reader.read(), model_server_config_pb2.ModelServerConfig())
     except text_format.ParseError as error:
         raise ModelConfigError(f"{path}: not a text-format ModelServerConfig: {error}") from error
+
+
+def parse(path):
+    """[(name, base_path, VersionPolicy, labels)] of the models in the file at `path`."""
+    return models_of(read_config(path), path)
+
+
+def models_of(config, path):
+    """[(name, base_path, VersionPolicy, labels)] of a `ModelServerConfig` proto; `path` names
+    where it came from in errors (the file, or the gRPC request that sent it)."""
     if config.WhichOneof("config") != "model_config_list":
         raise ModelConfigError(f"{path}: needs a model_config_list (custom_model_config is not "
                                f"supported)")
@@ -66,12 +77,26 @@ class ConfiguredModels:
         self.path, self._make_versions, self._poll_secs = path, make_versions, poll_secs
         self.models, self._base_paths = {}, {}
         self._stop = threading.Event()
+        self._applying = threading.Lock()
+        self._file_config = None
         self.reload()
 
     def reload(self):
-        """Applies the file: new models are loaded, removed ones dropped, policies and labels
-        of the others updated in place (their versions follow at the next rescan)."""
-        wanted = parse(self.path)
+        """Applies the file (see `apply`) if it changed since it was last applied, so that a
+        config sent with HandleReloadConfigRequest stays until the file itself changes."""
+        config = read_config(self.path)
+        if config != self._file_config:
+            self.apply(models_of(config, self.path))
+            self._file_config = config
+
+    def apply(self, wanted):
+        """Serves the models `wanted` ([(name, base_path, policy, labels)], as `parse` gives):
+        new models are loaded, removed ones dropped, policies and labels of the others updated
+        in place (their versions follow at the next rescan)."""
+        with self._applying:  # the file poll and a gRPC HandleReloadConfigRequest may race
+            self._apply(wanted)
+
+    def _apply(self, wanted):
         for name, base_path, policy, labels in wanted:
             current = self.models.get(name)
             if current is not None and self._base_paths[name] == base_path:

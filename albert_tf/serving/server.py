@@ -212,7 +212,8 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
             versions, metrics, max_body_bytes, request_timeout_secs))
     grpc = None
     if grpc_port is not None:
-        grpc = grpc_server.GrpcServer(models, host, grpc_port)
+        configured = lifecycle if model_config_file is not None else None
+        grpc = grpc_server.GrpcServer(models, host, grpc_port, metrics, configured)
     return RestServer(app, lifecycle, host, port, request_timeout_secs, max_connections, grpc,
                       header_timeout_secs)
 
