@@ -17,6 +17,7 @@ import tensorflow as tf
 from albert_tf.pretraining import create_data
 from albert_tf.pretraining import options as options_lib
 from albert_tf.pretraining import summary as summary_lib
+from tests import killed_runs
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -278,26 +279,11 @@ def test_cli_error_and_killed_run(real_data, spm_model_file, tmp_path):
     assert f"--input_file: file {tmp_path}/nope.txt does not exist" in result.stderr
 
     out_dir = tmp_path / "killed"
-    process = subprocess.Popen(
+    killed_runs.kill_while_writing(
         _cli(f"--input_file={','.join(real_data['brown'])}", f"--output_file={out_dir}/train",
              f"--spm_model_file={spm_model_file}", "--dupe_factor=20", "--max_seq_length=128",
              "--shuffle_buffer_size=10", "--num_workers=2"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=REPO_ROOT,
-        start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and process.poll() is None:
-            if out_dir.exists() and any(".tmp-" in name for name in os.listdir(out_dir)):
-                break
-            time.sleep(0.05)
-        assert process.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.5)  # Well inside writing.
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        out_dir, cwd=REPO_ROOT, env=env, timeout=120)
     names = os.listdir(out_dir)
     assert any(".tmp-" in name for name in names)
     assert _visible_files(out_dir) == []

@@ -4,9 +4,11 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
+from albert_tf.demo import data_sources
 from tests.conftest import REPO_ROOT
 
 
@@ -91,3 +93,16 @@ def test_each_step_shows_its_log_path_first_then_its_progress_live(tmp_path, cap
     with open(log_path) as log:
         text = log.read()
     assert "oneDNN custom operations" in text and "x" * 400 in text
+
+
+def test_a_registry_package_without_the_expected_file_is_named(tmp_path):
+    """A package version whose sdist no longer holds the data file fails naming both."""
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    (tmp_path / "README").write_text("no data here\n")
+    with tarfile.open(downloads / "sentencepiece-0.2.1.tar.gz", "w:gz") as archive:
+        archive.add(tmp_path / "README", arcname="sentencepiece-0.2.1/README")
+    with pytest.raises(data_sources.FetchError,
+                       match=r"sentencepiece-0\.2\.1\.tar\.gz: no test/botchan\.txt inside"):
+        data_sources.fetch_botchan(str(tmp_path))
+    assert not (tmp_path / "botchan.txt").exists()

