@@ -19,7 +19,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is t
 from absl import logging
 
 from albert_tf import cli
-from albert_tf.demo import curves, data_sources
+from albert_tf.demo import curves, data_sources, recipe
 from albert_tf.files import io_utils
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
@@ -37,27 +37,6 @@ DEMO_SENTENCES = (
     "A tedious, badly written mess with nothing to say.",
     "The best film of the year.",
 )
-
-
-def demo_settings(quick):
-    """Sizes that finish in about 10 minutes on 2 CPU cores (about 3 with --quick)."""
-    return {
-        "vocab_size": 8000,
-        "max_seq_length": 128,
-        "max_predictions_per_seq": 20,
-        "dupe_factor": 1 if quick else 3,
-        "brown_shards": 3 if quick else data_sources.BROWN_SHARDS,
-        "pretrain_steps": 60 if quick else 800,
-        "pretrain_batch": 32,
-        "pretrain_lr": 0.003,
-        "finetune_steps": 60 if quick else 600,
-        "finetune_seq_length": 64,
-        "finetune_batch": 32,
-        "finetune_lr": 1e-4,
-        "model": {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 128,
-                  "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,
-                  "max_position_embeddings": 128},
-    }
 
 
 def _run(step, command, log_dir):
@@ -138,7 +117,7 @@ def _pretraining_loss(log_path):
 
 
 def run_demo(data_dir, output_dir, quick):
-    settings = demo_settings(quick)
+    settings = recipe.demo_settings(quick)
     python = sys.executable
     paths = data_sources.fetch_all(data_dir)
     os.makedirs(output_dir, exist_ok=True)
