@@ -6,6 +6,7 @@ and then a user cannot tell a slow run from a hung one. A line is logged at most
 """
 
 import datetime
+import threading
 import time
 
 from absl import logging
@@ -58,3 +59,44 @@ def track(iterable, what, total=None, unit="examples", interval_seconds=DEFAULT_
         yield item
         progress.advance()
     progress.finish()
+
+
+class Heartbeat:
+    """While a long call that logs nothing runs (a training loop of `--iterations_per_loop`
+    steps inside one tf.function: 1000 steps can be many minutes on a CPU), logs
+    `what: n/total unit, rate, ETA` from a background thread every `interval_seconds` without
+    another log line. `read_count()` must be safe to call from that thread (a variable read).
+    The loop itself is untouched: its chunking, and so its results, stay the same."""
+
+    def __init__(self, what, read_count, total, unit="steps",
+                 interval_seconds=DEFAULT_INTERVAL_SECONDS):
+        self.what, self.read_count, self.total, self.unit = what, read_count, total, unit
+        self.interval_seconds = interval_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True)
+        self._last = time.monotonic()
+
+    def logged(self):
+        """The caller logged its own progress line: the next beat is one interval from now."""
+        self._last = time.monotonic()
+
+    def __enter__(self):
+        self._start_count, self._start = self.read_count(), time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self):
+        while not self._stop.wait(max(0.05, self._last + self.interval_seconds - time.monotonic())):
+            if time.monotonic() - self._last < self.interval_seconds:
+                continue
+            count = self.read_count()
+            done = count - self._start_count
+            rate = done / max(time.monotonic() - self._start, 1e-9)
+            eta = _duration((self.total - count) / rate) if rate > 0 else "?"
+            logging.info("%s: %d/%d %s, %.2f %s/s, ETA %s", self.what, count, self.total,
+                         self.unit, rate, self.unit, eta)
+            self._last = time.monotonic()

@@ -46,9 +46,20 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     assert summary["tensorboard"] == f"tensorboard --logdir {output_dir}"
     _check_curves_png(summary["curves"], os.path.join(output_dir, "curves.png"))
 
+    gain = summary["pretraining_gain"]
+    assert gain["metric"] == "eval_accuracy"
+    assert len(gain["pretrained"]) == len(gain["random_init"]) == 1  # --quick: one seed each
+    assert gain["gain"] == pytest.approx(gain["pretrained_mean"] - gain["random_init_mean"], abs=1e-3)
+    assert gain["pretrained"][0] == pytest.approx(float(summary["fine_tuning_eval"]["eval_accuracy"]))
+    for init in ("pretrained", "random_init"):
+        assert f"4-fine-tuning-{init.replace('_', '-')}-seed1: " in stdout, init
+    assert summary["cpu"]["precision"] in ("float32", "mixed_bfloat16")
+    assert "--allow_random_init" in stdout and stdout.count("--init_checkpoint=") == 1
+
     _, second = _run_demo(data_dir, output_dir)
-    assert "vocabulary" not in second["seconds"] and "pretraining data" not in second["seconds"]
+    assert second["seconds"] == {}, second["seconds"]  # every finished step reused
     assert second["pretraining_loss"]["logged_loops"] == 0
+    assert second["pretraining_gain"] == gain
     assert [item["label"] for item in second["classified"]] == [
         item["label"] for item in summary["classified"]]
 

@@ -108,3 +108,28 @@ def test_prediction_sorts_by_position_and_drops_padding_rows():
     arrays = prediction.predict(None, lambda batch: dict(batch), dataset_fn=dataset_fn,
                                 order_key="position")
     np.testing.assert_array_equal(arrays["value"], [0, 10, 20])
+
+
+def test_heartbeat_logs_step_and_eta_while_a_long_loop_is_silent(caplog):
+    """A 1000-step loop inside one call logs nothing until it ends; the heartbeat fills the
+    silence with the step read meanwhile, and stays quiet after a line of the caller's."""
+    import time
+    steps = {"done": 10}
+    with progress.Heartbeat("Training", lambda: steps["done"], total=110,
+                            interval_seconds=0.2) as heartbeat:
+        for _ in range(10):  # 1 s of "training" at 10 steps per 0.1 s
+            time.sleep(0.1)
+            steps["done"] += 10
+        lines = list(caplog.messages)
+        heartbeat.logged()
+        caplog.messages.clear()
+        time.sleep(0.1)  # less than an interval after the caller's own line
+        assert caplog.messages == []
+    assert len(lines) >= 3, lines
+    first = lines[0].split()
+    assert first[0] == "Training:" and first[2] == "steps,", lines[0]
+    done, total = map(int, first[1].split("/"))
+    assert 10 < done <= 110 and total == 110
+    assert "steps/s, ETA 0:00:0" in lines[0]
+    time.sleep(0.3)  # stopped: no line after the block
+    assert caplog.messages == []

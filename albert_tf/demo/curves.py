@@ -29,21 +29,24 @@ def read_scalars(directory):
 
 
 def plot_runs(panels, path):
-    """`panels`: [(title, run directory, [tags])]; writes one PNG (atomically) with a panel
-    each, training as a line and evaluation as points. Returns `path`."""
+    """`panels`: [(title, runs, [tags])], `runs` a run directory or [(label, run directory)]
+    drawn on the same axes (the demo's pretrained and random-init fine-tuning); writes one PNG
+    (atomically) with a panel each, training as a line and evaluation as points. Returns `path`."""
     import matplotlib
     matplotlib.use("Agg")  # no display needed
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6),
                                    squeeze=False)
-    for axis, (title, run_dir, tags) in zip(axes[0], panels):
-        train, evaluation = read_scalars(run_dir), read_scalars(os.path.join(run_dir, "eval"))
-        for tag in tags:
-            if tag in train:
-                axis.plot(*train[tag], label=f"train {tag}")
-            if tag in evaluation:
-                axis.plot(*evaluation[tag], "o--", label=f"eval {tag}")
+    for axis, (title, runs, tags) in zip(axes[0], panels):
+        for label, run_dir in ([("", runs)] if isinstance(runs, str) else runs):
+            prefix = f"{label} " if label else ""
+            train, evaluation = read_scalars(run_dir), read_scalars(os.path.join(run_dir, "eval"))
+            for tag in tags:
+                if tag in train:
+                    axis.plot(*train[tag], label=f"{prefix}train {tag}")
+                if tag in evaluation:
+                    axis.plot(*evaluation[tag], "o--", label=f"{prefix}eval {tag}")
         axis.set_title(title)
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)

@@ -6,6 +6,7 @@ evaluation, prediction and export (run_classifier.py) → raw sentences classifi
 SavedModel in a fresh process (serve.py --text). Steps whose outputs exist are reused.
 """
 
+import concurrent.futures
 import json
 import os
 import re
@@ -19,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is t
 from absl import logging
 
 from albert_tf import cli
-from albert_tf.demo import curves, data_sources, recipe
+from albert_tf.demo import curves, data_sources, precision_choice, recipe
 from albert_tf.files import io_utils
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
@@ -39,30 +40,45 @@ DEMO_SENTENCES = (
 )
 
 
-def _run(step, command, log_dir):
+def _run(step, command, log_dir, env=None, tag=""):
     """Runs one step, printing the command first so the user can run it alone, then its log
-    path, then its progress live (the script's log messages, one short line each); the whole
-    output goes to the log."""
+    path, then its progress live (the script's log messages, one short line each, after `tag`
+    when steps run side by side); the whole output goes to the log."""
     printable = " ".join(shlex.quote(part) for part in command)
     log_path = os.path.join(log_dir, f"{step}.log")
     print(f"\n=== {step}\n$ {printable}\n    (full log: {log_path})", flush=True)
     start = time.time()
     with open(log_path, "w") as log, subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            bufsize=1) as process:
+            bufsize=1, env=env) as process:
         for line in process.stdout:
             log.write(line)
             message = progress_message(line)
             if message is not None:
-                print(f"    [{time.time() - start:5.0f} s] {message}", flush=True)
+                print(f"    {tag}[{time.time() - start:5.0f} s] {message}", flush=True)
         returncode = process.wait()
     elapsed = time.time() - start
     if returncode != 0:
         with open(log_path) as log:
             tail = "".join(log.readlines()[-40:])
         raise RuntimeError(f"step '{step}' failed (exit {returncode}); log {log_path}:\n{tail}")
-    print(f"    done in {elapsed:.0f} s", flush=True)
+    print(f"    {tag}done in {elapsed:.0f} s", flush=True)
     return elapsed
+
+
+# A small model's training step keeps one core busy at most a part of the time: two runs of one
+# thread each finish a pair of fine-tuning runs sooner than one after the other on two threads.
+ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def _run_side_by_side(steps, log_dir):
+    """Runs `steps` ([(name, command)]) at most two at a time, one thread each; returns
+    {name: seconds}. The first failure is raised once the others have ended."""
+    env = dict(os.environ, **ONE_THREAD)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(_run, name, command, log_dir, env, f"{name}: ")
+                   for name, command in steps}
+        return {name: future.result() for name, future in futures.items()}
 
 
 # absl's prefix: level, date, time, thread, file:line] (TensorFlow's native lines have the
@@ -116,6 +132,28 @@ def _pretraining_loss(log_path):
             "last_step": points[-1][0], "last": points[-1][1]}
 
 
+def _finished(output_dir, steps):
+    """Whether a training run in `output_dir` already evaluated its final step."""
+    return _read_eval_results(os.path.join(output_dir, "eval_results.txt")).get("global_step") == str(steps)
+
+
+def _mean_and_spread(values):
+    mean = sum(values) / len(values)
+    spread = (sum((value - mean) ** 2 for value in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+    return round(mean, 4), round(spread, 4)
+
+
+def pretraining_gain(metric, pretrained, random_init):
+    """The fine-tuning score from the pretrained checkpoint against random initialisation,
+    everything else equal: per-seed scores, mean and sample standard deviation of each, gain."""
+    pretrained_mean, pretrained_spread = _mean_and_spread(pretrained)
+    random_mean, random_spread = _mean_and_spread(random_init)
+    return {"metric": metric, "pretrained": pretrained, "random_init": random_init,
+            "pretrained_mean": pretrained_mean, "pretrained_std": pretrained_spread,
+            "random_init_mean": random_mean, "random_init_std": random_spread,
+            "gain": round(pretrained_mean - random_mean, 4)}
+
+
 def run_demo(data_dir, output_dir, quick):
     settings = recipe.demo_settings(quick)
     python = sys.executable
@@ -124,6 +162,15 @@ def run_demo(data_dir, output_dir, quick):
     log_dir = os.path.join(output_dir, "logs")
     os.makedirs(log_dir, exist_ok=True)
     timings = {}
+
+    cpu_model, isa = precision_choice.cpu_description()
+    model = settings["model"]
+    precision, product_seconds = precision_choice.fastest_precision(
+        settings["pretrain_batch"] * settings["max_seq_length"], model["hidden_size"],
+        model["intermediate_size"])
+    print(f"=== CPU: {cpu_model} ({', '.join(isa) or 'no AVX'}); products at the model's shapes: "
+          f"float32 {product_seconds['float32'] * 1e3:.2f} ms, bfloat16 "
+          f"{product_seconds['mixed_bfloat16'] * 1e3:.2f} ms -> --precision={precision}", flush=True)
 
     text_files = paths["brown"][:settings["brown_shards"]]
     vocab_prefix = os.path.join(output_dir, "vocab", "spm")
@@ -144,40 +191,47 @@ def run_demo(data_dir, output_dir, quick):
             f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
             f"--dupe_factor={settings['dupe_factor']}"], log_dir)
 
+    # Fine-tuning keeps the default dropout; pretraining, for a few epochs of a small corpus,
+    # learns faster without it (the same variables, so the checkpoint fits both).
     config_path = os.path.join(output_dir, "albert_config.json")
-    AlbertConfig.from_dict(settings["model"]).to_json_file(config_path)
+    AlbertConfig.from_dict(model).to_json_file(config_path)
+    pretraining_config_path = os.path.join(output_dir, "albert_config_pretraining.json")
+    AlbertConfig.from_dict(dict(model, **settings["pretrain_model_overrides"])).to_json_file(
+        pretraining_config_path)
     pretrain_dir = os.path.join(output_dir, "pretraining")
     eval_records, train_records = records[:1], records[1:] if len(records) > 1 else records
-    timings["pretraining"] = _run("3-pretraining", [
-        python, "run_pretraining.py", f"--albert_config_file={config_path}",
-        f"--input_file={','.join(train_records)}", f"--eval_input_file={','.join(eval_records)}",
-        f"--output_dir={pretrain_dir}", "--do_train", "--do_eval",
-        f"--max_seq_length={settings['max_seq_length']}",
-        f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
-        f"--train_batch_size={settings['pretrain_batch']}", "--eval_batch_size=64",
-        f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={settings['pretrain_steps']}",
-        f"--num_warmup_steps={settings['pretrain_steps'] // 10}",
-        f"--save_checkpoints_steps={settings['pretrain_steps'] // 2}",
-        f"--iterations_per_loop={max(1, settings['pretrain_steps'] // 20)}",
-        "--max_eval_steps=20"], log_dir)
+    steps = settings["pretrain_steps"]
+    if not _finished(pretrain_dir, steps):
+        timings["pretraining"] = _run("3-pretraining", [
+            python, "run_pretraining.py", f"--albert_config_file={pretraining_config_path}",
+            f"--input_file={','.join(train_records)}", f"--eval_input_file={','.join(eval_records)}",
+            f"--output_dir={pretrain_dir}", "--do_train", "--do_eval",
+            f"--max_seq_length={settings['max_seq_length']}",
+            f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
+            f"--train_batch_size={settings['pretrain_batch']}", "--eval_batch_size=64",
+            f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={steps}",
+            f"--num_warmup_steps={steps // 10}", f"--save_checkpoints_steps={steps // 2}",
+            f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={precision}",
+            f"--max_eval_steps={settings['pretrain_eval_steps']}"], log_dir)
 
     glue_dir = os.path.join(output_dir, "glue")
     movie_reviews.write_sst2_task(paths["movie_reviews"], os.path.join(glue_dir, "SST-2"))
-    classifier_dir = os.path.join(output_dir, "classifier")
     export_dir = os.path.join(output_dir, "export")
-    timings["fine-tuning"] = _run("4-fine-tuning", [
-        python, "run_classifier.py", "--task_name=sst-2", f"--data_dir={glue_dir}",
-        f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}",
-        f"--init_checkpoint={pretrain_dir}", f"--output_dir={classifier_dir}",
-        f"--cached_dir={os.path.join(output_dir, 'glue_cache')}",
-        "--do_train", "--do_eval", "--do_predict", f"--export_dir={export_dir}",
-        f"--max_seq_length={settings['finetune_seq_length']}",
-        f"--train_batch_size={settings['finetune_batch']}", "--eval_batch_size=64",
-        "--predict_batch_size=64", f"--learning_rate={settings['finetune_lr']}",
-        f"--train_step={settings['finetune_steps']}",
-        f"--warmup_step={settings['finetune_steps'] // 10}",
-        f"--save_checkpoints_steps={settings['finetune_steps'] // 3}",
-        f"--iterations_per_loop={max(1, settings['finetune_steps'] // 20)}"], log_dir)
+    runs = {"pretrained": [], "random_init": []}
+    fine_tuning = []
+    for seed in settings["finetune_seeds"]:
+        for init in runs:
+            run_dir = os.path.join(output_dir, "fine_tuning", f"{init}-seed{seed}")
+            runs[init].append(run_dir)
+            if not _finished(run_dir, settings["finetune_steps"]):
+                exported = init == "pretrained" and seed == settings["finetune_seeds"][0]
+                fine_tuning.append((f"4-fine-tuning-{init.replace('_', '-')}-seed{seed}", _fine_tuning_command(
+                    python, settings, glue_dir, config_path, spm_model, output_dir, run_dir, seed,
+                    pretrain_dir if init == "pretrained" else None, export_dir if exported else None)))
+    if fine_tuning:
+        started = time.time()
+        _run_side_by_side(fine_tuning, log_dir)
+        timings["fine-tuning"] = time.time() - started
 
     command = [python, "serve.py", f"--export_dir={export_dir}"] + [f"--text={s}" for s in DEMO_SENTENCES]
     print(f"\n=== 5-classify\n$ {' '.join(shlex.quote(c) for c in command)}", flush=True)
@@ -186,14 +240,21 @@ def run_demo(data_dir, output_dir, quick):
         raise RuntimeError(f"step '5-classify' failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
     classifications = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
+    scores = {init: [float(_read_eval_results(os.path.join(run_dir, "eval_results.txt"))["eval_accuracy"])
+                     for run_dir in run_dirs] for init, run_dirs in runs.items()}
+    classifier_dir = runs["pretrained"][0]
     summary = {
         "artefacts": {
             "vocabulary": spm_model, "pretraining_records": records_dir,
             "pretraining_checkpoints": pretrain_dir, "classifier_checkpoints": classifier_dir,
             "export": export_dir, "logs": log_dir},
-        "pretraining_loss": _pretraining_loss(os.path.join(log_dir, "3-pretraining.log")),
+        "cpu": {"model": cpu_model, "isa": isa, "precision": precision},
+        "pretraining_loss": _pretraining_loss(os.path.join(log_dir, "3-pretraining.log"))
+        if "pretraining" in timings else {"logged_loops": 0},
         "pretraining_eval": _read_eval_results(os.path.join(pretrain_dir, "eval_results.txt")),
         "fine_tuning_eval": _read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
+        "pretraining_gain": pretraining_gain("eval_accuracy", scores["pretrained"],
+                                             scores["random_init"]),
         "classified": classifications,
         "seconds": {key: round(value) for key, value in timings.items()},
         "tensorboard": f"tensorboard --logdir {output_dir}",
@@ -201,12 +262,35 @@ def run_demo(data_dir, output_dir, quick):
             ("pretraining loss", pretrain_dir, ["loss", "masked_lm_loss", "sentence_order_loss"]),
             ("pretraining accuracy", pretrain_dir, ["masked_lm_accuracy",
                                                     "sentence_order_accuracy"]),
-            ("fine-tuning (SST-2 style)", classifier_dir, ["loss", "accuracy"]),
+            ("fine-tuning (SST-2 style), seed " + str(settings["finetune_seeds"][0]),
+             [("pretrained", runs["pretrained"][0]), ("random init", runs["random_init"][0])],
+             ["loss", "accuracy"]),
         ], os.path.join(output_dir, "curves.png")),
     }
     io_utils.atomic_write_text(os.path.join(output_dir, "summary.json"), json.dumps(summary, indent=2) + "\n")
     _print_summary(summary)
     return summary
+
+
+def _fine_tuning_command(python, settings, glue_dir, config_path, spm_model, output_dir, run_dir,
+                         seed, init_checkpoint, export_dir):
+    """run_classifier.py on the movie-review task: from `init_checkpoint`, or from random
+    initialisation when it is None; predicts and exports when `export_dir` is given."""
+    steps = settings["finetune_steps"]
+    command = [
+        python, "run_classifier.py", "--task_name=sst-2", f"--data_dir={glue_dir}",
+        f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}",
+        f"--output_dir={run_dir}", f"--cached_dir={os.path.join(output_dir, 'glue_cache')}",
+        "--do_train", "--do_eval", f"--seed={seed}",
+        f"--max_seq_length={settings['finetune_seq_length']}",
+        f"--train_batch_size={settings['finetune_batch']}", "--eval_batch_size=64",
+        f"--learning_rate={settings['finetune_lr']}", f"--train_step={steps}",
+        f"--warmup_step={steps // 10}", f"--save_checkpoints_steps={steps}",
+        f"--iterations_per_loop={max(1, steps // 10)}"]
+    command.append(f"--init_checkpoint={init_checkpoint}" if init_checkpoint else "--allow_random_init")
+    if export_dir:
+        command += ["--do_predict", "--predict_batch_size=64", f"--export_dir={export_dir}"]
+    return command
 
 
 def _print_summary(summary):
@@ -217,8 +301,14 @@ def _print_summary(summary):
     if loss["logged_loops"]:
         print(f"  pretraining loss:  {loss['first']:.3f} at step {loss['first_step']} -> "
               f"{loss['last']:.3f} at step {loss['last_step']}")
-    print("  pretraining eval:  " + ", ".join(f"{k}={v}" for k, v in summary["pretraining_eval"].items()))
-    print("  fine-tuning eval:  " + ", ".join(f"{k}={v}" for k, v in summary["fine_tuning_eval"].items()))
+    print("  pretraining eval (held-out records):  " + ", ".join(
+        f"{k}={v}" for k, v in summary["pretraining_eval"].items()))
+    print("  fine-tuning eval (the exported run):  " + ", ".join(
+        f"{k}={v}" for k, v in summary["fine_tuning_eval"].items()))
+    gain = summary["pretraining_gain"]
+    print(f"  {gain['metric']} over {len(gain['pretrained'])} seeds: pretrained "
+          f"{gain['pretrained_mean']:.4f} ± {gain['pretrained_std']:.4f}, random init "
+          f"{gain['random_init_mean']:.4f} ± {gain['random_init_std']:.4f}: gain {gain['gain']:+.4f}")
     for item in summary["classified"]:
         print(f"  {item.get('label')!s:>4}  {item['text_a']}")
     print(f"  curves: {summary['curves']} (or {summary['tensorboard']})")

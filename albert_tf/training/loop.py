@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from albert_tf import errors
+from albert_tf import errors, progress
 from albert_tf.files import io_utils, output_lock
 from albert_tf.training import optimization
 from albert_tf.training import checkpointing, prediction, strategy as strategy_lib
@@ -319,20 +319,25 @@ class Trainer:
         iterator = self.checkpoints.resumed_input(self.train_iterator)  # saved with checkpoints
         step, scalars = start_step, {}
         started = time.time()
-        while step < config.num_train_steps:
-            to_save = config.save_checkpoints_steps - step % config.save_checkpoints_steps
-            num_steps = min(config.iterations_per_loop, to_save, config.num_train_steps - step)
-            loop_start = time.time()
-            mean_loss = self.train_steps(iterator, num_steps)
-            elapsed = time.time() - loop_start
-            step = self.global_step
-            scalars = self._loop_scalars(mean_loss, num_steps, elapsed)
-            self._log(step, scalars, started, start_step)
-            if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
-                path = self.checkpoints.save(step)
-                logging.info("Saved %s", path)
-                if on_checkpoint is not None:
-                    on_checkpoint(step, path)
+        # A loop of iterations_per_loop steps logs once at its end; the heartbeat logs the
+        # step and ETA in between, so a long loop on a slow machine never looks hung.
+        with progress.Heartbeat("Training", lambda: self.global_step,
+                                config.num_train_steps) as heartbeat:
+            while step < config.num_train_steps:
+                to_save = config.save_checkpoints_steps - step % config.save_checkpoints_steps
+                num_steps = min(config.iterations_per_loop, to_save, config.num_train_steps - step)
+                loop_start = time.time()
+                mean_loss = self.train_steps(iterator, num_steps)
+                elapsed = time.time() - loop_start
+                step = self.global_step
+                scalars = self._loop_scalars(mean_loss, num_steps, elapsed)
+                self._log(step, scalars, started, start_step)
+                heartbeat.logged()
+                if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
+                    path = self.checkpoints.save(step)
+                    logging.info("Saved %s", path)
+                    if on_checkpoint is not None:
+                        on_checkpoint(step, path)
         return scalars
 
     def _loop_scalars(self, mean_loss, num_steps, elapsed):
