@@ -70,39 +70,40 @@ def tf_matmul_rate(dtype, repeats=20):
     return 2 * 1024 * 768 * 3072 / best
 
 
-def synthetic_batch(config, batch, seed=0):
+def synthetic_batch(config, batch, seed=0, seq=SEQ, predictions=PREDICTIONS):
     rng = np.random.default_rng(seed)
-    positions = np.sort(np.stack([rng.choice(np.arange(1, SEQ), PREDICTIONS, replace=False)
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq), predictions, replace=False)
                                   for _ in range(batch)]), axis=1)
     return {
-        "input_ids": rng.integers(5, config.vocab_size, (batch, SEQ)).astype(np.int32),
-        "input_mask": np.ones((batch, SEQ), np.int32),
-        "segment_ids": (np.arange(SEQ)[None, :] >= SEQ // 2).repeat(batch, 0).astype(np.int32),
+        "input_ids": rng.integers(5, config.vocab_size, (batch, seq)).astype(np.int32),
+        "input_mask": np.ones((batch, seq), np.int32),
+        "segment_ids": (np.arange(seq)[None, :] >= seq // 2).repeat(batch, 0).astype(np.int32),
         "masked_lm_positions": positions.astype(np.int32),
-        "masked_lm_ids": rng.integers(5, config.vocab_size, (batch, PREDICTIONS)).astype(np.int32),
-        "masked_lm_weights": np.ones((batch, PREDICTIONS), np.float32),
+        "masked_lm_ids": rng.integers(5, config.vocab_size, (batch, predictions)).astype(np.int32),
+        "masked_lm_weights": np.ones((batch, predictions), np.float32),
         "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype(np.int32),
     }
 
 
 class _InMemoryTask(pretraining_task.PretrainingTask):
-    def __init__(self, config, batch):
-        super().__init__(config, None, SEQ, PREDICTIONS)
+    def __init__(self, config, batch, seq, predictions):
+        super().__init__(config, None, seq, predictions)
         self.batch = batch
 
     def train_dataset(self, input_context, batch_size):
         return tf.data.Dataset.from_tensors(self.batch).repeat()
 
 
-def our_step(config, batch, precision, enable_xla):
+def our_step(config, batch, precision, enable_xla, seq=SEQ, predictions=PREDICTIONS):
     """A function running one training step of our loop (LAMB, MLM+SOP task)."""
     output_dir = tempfile.mkdtemp(prefix="bench_pretraining_")
     training = loop.TrainingConfig(
         output_dir=output_dir, train_batch_size=batch, num_train_steps=10 ** 6,
         num_warmup_steps=0, learning_rate=1e-4, optimizer="lamb", precision=precision,
         enable_xla=enable_xla)
-    trainer = loop.Trainer(_InMemoryTask(config, synthetic_batch(config, batch)),
-                           tf.distribute.get_strategy(), training)
+    task = _InMemoryTask(config, synthetic_batch(config, batch, seq=seq, predictions=predictions),
+                         seq, predictions)
+    trainer = loop.Trainer(task, tf.distribute.get_strategy(), training)
     iterator = trainer.train_iterator()
     shutil.rmtree(output_dir, ignore_errors=True)
     return lambda: trainer.train_steps(iterator, 1)

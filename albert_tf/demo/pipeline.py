@@ -172,7 +172,14 @@ def run_demo(data_dir, output_dir, quick):
           f"float32 {product_seconds['float32'] * 1e3:.2f} ms, bfloat16 "
           f"{product_seconds['mixed_bfloat16'] * 1e3:.2f} ms -> --precision={precision}", flush=True)
 
-    text_files = paths["brown"][:settings["brown_shards"]]
+    # The corpus: the Brown Corpus (its first shard held out for the pretraining evaluation)
+    # and, for task-adaptive pretraining, the movie-review training sentences without labels.
+    glue_dir = os.path.join(output_dir, "glue")
+    movie_reviews.write_sst2_task(paths["movie_reviews"], os.path.join(glue_dir, "SST-2"))
+    reviews_text = os.path.join(output_dir, "corpus", "movie_reviews_train.txt")
+    os.makedirs(os.path.dirname(reviews_text), exist_ok=True)
+    movie_reviews.write_unlabelled_train_text(paths["movie_reviews"], reviews_text)
+    text_files = paths["brown"][:settings["brown_shards"]] + [reviews_text]
     vocab_prefix = os.path.join(output_dir, "vocab", "spm")
     if not os.path.exists(vocab_prefix + ".model"):
         timings["vocabulary"] = _run("1-vocabulary", [
@@ -214,8 +221,6 @@ def run_demo(data_dir, output_dir, quick):
             f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={precision}",
             f"--max_eval_steps={settings['pretrain_eval_steps']}"], log_dir)
 
-    glue_dir = os.path.join(output_dir, "glue")
-    movie_reviews.write_sst2_task(paths["movie_reviews"], os.path.join(glue_dir, "SST-2"))
     export_dir = os.path.join(output_dir, "export")
     runs = {"pretrained": [], "random_init": []}
     fine_tuning = []

@@ -12,8 +12,9 @@ import time
 import tensorflow as tf
 
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
-# bfloat16 must win by this much: the mixed policy adds casts that a bare product does not pay.
-REQUIRED_SPEEDUP = 1.2
+# bfloat16 must win by this much, beyond the noise of a shared machine (the demo model's
+# training step gains about what its bare products gain: bench/bench_small_pretraining.py).
+REQUIRED_SPEEDUP = 1.05
 
 
 def cpu_description():

@@ -14,7 +14,7 @@ def demo_settings(quick):
         "max_predictions_per_seq": 10,
         "dupe_factor": 1 if quick else 5,
         "brown_shards": 3 if quick else data_sources.BROWN_SHARDS,
-        "pretrain_steps": 40 if quick else 1500,
+        "pretrain_steps": 40 if quick else 2000,
         "pretrain_batch": 64,
         "pretrain_lr": 0.01,
         "pretrain_eval_steps": 5 if quick else 40,

@@ -145,6 +145,21 @@ def write_sst2_task(movie_reviews_tsv, out_dir):
     })
 
 
+def write_unlabelled_train_text(movie_reviews_tsv, path, sentences_per_document=4):
+    """Writes the train split's sentences, neutral ones included, without scores, in the
+    pretraining text format (one sentence per line, a blank line between documents) for
+    task-adaptive pretraining. The sentences come from different reviews, so each document is
+    `sentences_per_document` of them in the fixed pseudo-random row order: their masked words
+    teach the reviews' vocabulary, their order carries nothing. Dev and test sentences are
+    never written. Returns the number of sentences."""
+    sentences = [review.text for review in _shuffled(read_reviews(movie_reviews_tsv))
+                 if split_of(review.id) == "train"]
+    documents = ["\n".join(sentences[start:start + sentences_per_document])
+                 for start in range(0, len(sentences), sentences_per_document)]
+    _write_if_changed(path, "\n\n".join(documents) + "\n")
+    return len(sentences)
+
+
 _STSB_HEADER = ["index", "genre", "filename", "year", "old_index", "source1", "source2",
                 "sentence1", "sentence2"]
 
