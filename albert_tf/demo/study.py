@@ -12,6 +12,7 @@ study.md, study.json and study.png (albert_tf/demo/study_report.py). See docs/pa
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -168,13 +169,14 @@ class Study:
         preset = self.preset
         brown = paths["brown"]
         train_text, heldout_text = brown[:preset["train_shards"]], brown[-1:]
+        self.pairs = {}
         self.store.run("data-vocab", lambda d: {"elapsed": self._run("data-vocab", [
             "build_vocab.py", f"--input={','.join(train_text)}",
             f"--model_prefix={os.path.join(d, 'spm')}", f"--vocab_size={preset['vocab_size']}"])})
         self.spm_model = os.path.join(self._dir("data-vocab"), "spm.model")
         for form in HELDOUT_FORMS:
-            self.store.run(f"data-{form}", lambda d, form=form: self._records(
-                form, d, {"train": train_text, "heldout": heldout_text}))
+            self.pairs[form] = self.store.run(f"data-{form}", lambda d, form=form: self._records(
+                form, d, {"train": train_text, "heldout": heldout_text}))["pairs"]
         self.store.run("data-finetune", lambda d: self._finetune_data(d, paths))
 
     def records(self, split, form):
@@ -184,7 +186,7 @@ class Study:
         """The training and the held-out records of `form` (sop, or nsp with
         --random_next_sentence), one command each: the held-out text is a Brown shard not
         trained on (one command would mix the two files' instances)."""
-        elapsed = 0.0
+        elapsed, pairs = 0.0, {}
         for split, files in text_files.items():
             outputs = [os.path.join(directory, f"{split}-{index}.tfrecord") for index in range(len(files))]
             command = [
@@ -195,7 +197,8 @@ class Study:
                 f"--dupe_factor={self.preset['dupe_factor'] if split == 'train' else 1}"]
             command += ["--random_next_sentence"] if form == "nsp" else []
             elapsed += self._run(f"data-{form}-{split}", command)
-        return {"elapsed": elapsed, "text_files": text_files}
+            pairs[split] = pair_composition(os.path.join(self.log_dir, f"data-{form}-{split}.log"))
+        return {"elapsed": elapsed, "text_files": text_files, "pairs": pairs}
 
     def _finetune_data(self, directory, paths):
         """SST-2 from the movie reviews, and the first sentences of Brown POS train and dev."""
@@ -321,6 +324,7 @@ class Study:
                               "pretraining_loss": pretrained[name]["loss"],
                               "heldout": heldout[name]} for name, spec in self.models.items()},
             "random_init_parameters": pretrained["base"]["parameters"],
+            "pairs": self.pairs,
             "finetuning": finetuned,
             "seconds": {"this_run_wall": round(time.time() - start),
                         "all_cells": round(self.store.total_seconds()),
@@ -328,6 +332,23 @@ class Study:
             "cells_run_now": self.store.started,
         }
         return study_report.write(measurements, self.output_dir)
+
+
+_PAIRS_LINE = re.compile(r"sentence-order label 1: ([\d.]+)% \((\d+) swapped, (\d+) from another "
+                         r"document, (\d+) in order\)")
+
+
+def pair_composition(log_path):
+    """What create_pretraining_data.py logged of its sentence pairs: the fraction labelled 1
+    (not in order) and how many were swapped, from another document, in order. The original
+    takes the second segment from another document when a chunk holds one segment, SOP data
+    included, so "SOP pairs" hold some of those, and the labels are not 50/50."""
+    with open(log_path) as reader:
+        match = _PAIRS_LINE.search(reader.read())
+    if match is None:
+        raise RuntimeError(f"{log_path}: no 'sentence-order label 1: ...' line")
+    return {"label_1_fraction": float(match[1]) / 100, "swapped": int(match[2]),
+            "random_document": int(match[3]), "in_order": int(match[4])}
 
 
 def count_parameters(directory):
