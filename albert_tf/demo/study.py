@@ -41,7 +41,7 @@ def _full():
         "pretrain_lr": settings["pretrain_lr"],
         "heldout_eval_steps": 200,
         "embedding_sizes": [32, 64, 128],
-        "finetune_steps": 300,
+        "finetune_steps": 200,
         "finetune_batch": settings["finetune_batch"],
         "finetune_lr": settings["finetune_lr"],
         "finetune_seq_length": settings["finetune_seq_length"],
