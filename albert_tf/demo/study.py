@@ -202,7 +202,7 @@ class Study:
 
     def _finetune_data(self, directory, paths):
         """SST-2 from the movie reviews, and the first sentences of Brown POS train and dev."""
-        counts = movie_reviews.write_sst2_task(paths["movie_reviews"], os.path.join(directory, "SST-2"))
+        sst2_files = movie_reviews.write_sst2_task(paths["movie_reviews"], os.path.join(directory, "SST-2"))
         pos_dir = os.path.join(directory, "brown_pos")
         sentences = {}
         for split, limit in (("train", self.preset["tagging_train_sentences"]),
@@ -211,7 +211,7 @@ class Study:
                 blocks = reader.read().strip().split("\n\n")[:limit]
             io_utils.atomic_write_text(os.path.join(pos_dir, f"{split}.txt"), "\n\n".join(blocks) + "\n")
             sentences[split] = len(blocks)
-        return {"sst2": counts, "brown_pos_sentences": sentences}
+        return {"sst2_files": sst2_files, "brown_pos_sentences": sentences}
 
     # ---- pretraining and held-out evaluation
 
