@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DATA := data
 
-.PHONY: setup data lint test test-hf5 demo demo-ci serve bench clean
+.PHONY: setup data lint test test-hf5 demo demo-ci paper serve bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@echo "== creating $(VENV)/ (Python virtual environment)"
@@ -51,6 +51,11 @@ demo: setup data
 demo-ci: setup data
 	$(PY) -m albert_tf.demo.pipeline --data_dir $(DATA) --output_dir demo_output --quick
 
+# The paper's ablation tables in miniature (docs/paper_study.md): study_output/study.md, .png, .json.
+# Interrupted, it resumes: run it again.
+paper: setup data
+	$(PY) -m albert_tf.demo.study --data_dir $(DATA) --output_dir study_output --preset=full
+
 # Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on
 # PORT, as model "albert": `make serve PORT=8080 EXPORT_DIR=out/SST-2/export`.
 EXPORT_DIR ?= demo_output/export
@@ -64,4 +69,4 @@ bench: setup data
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(VENV_HF5) $(DATA) demo_output .pytest_cache
+	rm -rf $(VENV) $(VENV_HF5) $(DATA) demo_output study_output .pytest_cache

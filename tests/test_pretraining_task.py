@@ -95,3 +95,41 @@ def test_model_inputs_only_reach_the_model(tiny_config):
     assert outputs["mlm_logits"].shape == (2, 3, 99) and outputs["sop_logits"].shape == (2, 2)
     names = list(model.checkpoint_variables())
     assert "cls/predictions/output_bias" in names and "cls/seq_relationship/output_weights" in names
+
+
+def _head_and_encoder_gradients(tiny_config, weight):
+    """Gradients of the task's loss for the sentence-order head's and the encoder's variables."""
+    tf.random.set_seed(0)
+    task = pretraining_task.PretrainingTask(tiny_config, "x", 16, 3, sentence_order_loss_weight=weight)
+    model = task.build_model(tf.distribute.get_strategy())
+    features = {"input_ids": tf.constant([[5, 6, 7, 8] * 4, [9, 10, 11, 12] * 4]),
+                "input_mask": tf.ones((2, 16), tf.int32), "segment_ids": tf.zeros((2, 16), tf.int32),
+                "masked_lm_positions": tf.constant([[1, 2, 3], [4, 5, 0]]),
+                "masked_lm_ids": tf.constant([[3, 4, 5], [6, 7, 0]]),
+                "masked_lm_weights": tf.constant([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]),
+                "next_sentence_labels": tf.constant([[0], [1]])}
+    with tf.GradientTape() as tape:
+        outputs = task.call_model(model, features, training=False)
+        loss = task.compute_loss(features, outputs, task.loss_normalizers(features))
+    head, encoder = model.sop_head.trainable_variables, model.encoder.trainable_variables
+    gradients = tape.gradient(loss, head + encoder, unconnected_gradients="zero")
+    dense = [tf.convert_to_tensor(g).numpy() for g in gradients]  # the embeddings: IndexedSlices
+    return dense[:len(head)], dense[len(head):]
+
+
+def test_sentence_order_loss_weight_zero_trains_the_masked_lm_alone(tiny_config):
+    head, encoder = _head_and_encoder_gradients(tiny_config, 0.0)
+    assert head and all(not np.any(g) for g in head)
+    assert any(np.any(g) for g in encoder)  # the masked LM still trains the encoder
+    head_with_sop, _ = _head_and_encoder_gradients(tiny_config, 1.0)
+    assert any(np.any(g) for g in head_with_sop)
+
+
+def test_sentence_order_loss_weight_scales_the_sentence_order_loss():
+    features, outputs = _batch()
+    expected = _reference(features, outputs)
+    task = pretraining_task.PretrainingTask.__new__(pretraining_task.PretrainingTask)
+    task.sentence_order_loss_weight = 0.25
+    loss = task.compute_loss(features, outputs, task.loss_normalizers(features))
+    assert float(loss) == pytest.approx(
+        expected["masked_lm_loss"] + 0.25 * expected["sentence_order_loss"], rel=1e-6)

@@ -3,7 +3,9 @@
 Losses, as the original's model_fn:
     masked_lm_loss      = Σ w·(−log p(id)) / (Σ w + 1e-5)    over masked positions, w = weights
     sentence_order_loss = mean over examples of −log p(label)
-    loss                = masked_lm_loss + sentence_order_loss
+    loss                = masked_lm_loss + w_sop · sentence_order_loss
+with w_sop = 1 as the original; w_sop = 0 trains the masked LM alone (new, for the paper's
+"MLM only" ablation: the sentence-order head then gets no gradient, its metrics still report).
 The sums run over the whole global batch (see `training.task.Task`), so the loss does not
 depend on the number of replicas or accumulation micro-batches.
 
@@ -44,10 +46,14 @@ class PretrainingTask(task.Task):
 
     eval_metric_name = "masked_lm_accuracy"
     eval_metric_higher_is_better = True
+    sentence_order_loss_weight = 1.0
 
     def __init__(self, albert_config, input_files, max_seq_length, max_predictions_per_seq,
-                 eval_input_files=None, seed=None):
+                 eval_input_files=None, seed=None, sentence_order_loss_weight=1.0):
         """`input_files`, `eval_input_files`: comma-separated files/globs (or lists of them)."""
+        if sentence_order_loss_weight < 0:
+            raise ValueError(f"sentence_order_loss_weight must be >= 0, got {sentence_order_loss_weight}")
+        self.sentence_order_loss_weight = float(sentence_order_loss_weight)
         albert_config.check_max_seq_length(max_seq_length)
         self.albert_config = albert_config
         self.input_files = input_files
@@ -87,7 +93,7 @@ class PretrainingTask(task.Task):
             normalizers["masked_lm_weights"] + MLM_DENOMINATOR_EPSILON)
         sentence_order = tf.reduce_sum(sentence_order_losses(features, outputs)) / (
             normalizers["examples"])
-        return masked_lm + sentence_order
+        return masked_lm + self.sentence_order_loss_weight * sentence_order
 
     def build_metrics(self):
         return {

@@ -2,8 +2,8 @@ r"""Pretrain ALBERT (masked LM + sentence order) on create_pretraining_data.py r
 
 The original run_pretraining.py's flags and defaults, on tf.distribute instead of
 TPUEstimator. New flags: --eval_input_file, --precision, --enable_xla,
---gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs. See README.md,
-"Pretraining".
+--gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs,
+--sentence_order_loss_weight. See README.md, "Pretraining".
 
     python run_pretraining.py --albert_config_file=albert_config.json \
         --input_file='data/pretrain-*.tfrecord' --output_dir=out \
@@ -37,6 +37,9 @@ def define_flags(flag_values):
     define.integer("max_eval_steps", 100, "Maximum number of eval steps.", lower_bound=1)
     define.float("masked_lm_budget", 0, "Online masking budget (never implemented in the "
                  "original; any value > 0 is refused).", lower_bound=0)
+    define.float("sentence_order_loss_weight", 1.0, "Weight of the sentence-order loss in the "
+                 "total loss (new; 1 as the original, 0 trains the masked LM alone).",
+                 lower_bound=0)
     training_flags.define_training_flags(
         train_batch_size=4096, eval_batch_size=64, learning_rate=0.00176, optimizer="lamb",
         save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
@@ -64,16 +67,19 @@ def run(flag_values):
     train_records = tfrecord_check.check_files(input_files, "--input_file")
     eval_records = (tfrecord_check.check_files(eval_files, "--eval_input_file")
                     if flag_values.eval_input_file else train_records)
-    logging.info("Training on %d record(s) in %d file(s), evaluating on %d in %d",
-                 sum(train_records.values()), len(input_files), sum(eval_records.values()),
-                 len(eval_files))
+    if flag_values.do_eval:
+        logging.info("Evaluating on %d record(s) in %d file(s)", sum(eval_records.values()),
+                     len(eval_files))
     if flag_values.do_train:
+        logging.info("Training on %d record(s) in %d file(s)", sum(train_records.values()),
+                     len(input_files))
         output_lock.check_writable(flag_values.output_dir, "--output_dir")
         albert_config.write_beside(flag_values.output_dir)
     strategy = training_flags.strategy_from_flags(flag_values)
     task = pretraining_task.PretrainingTask(
         albert_config, input_files, flag_values.max_seq_length,
-        flag_values.max_predictions_per_seq, eval_input_files=eval_files)
+        flag_values.max_predictions_per_seq, eval_input_files=eval_files,
+        sentence_order_loss_weight=flag_values.sentence_order_loss_weight)
     config = training_flags.training_config_from_flags(
         flag_values, num_train_steps=flag_values.num_train_steps,
         num_warmup_steps=flag_values.num_warmup_steps)

@@ -1,0 +1,237 @@
+"""The study's report: study.json (every number), study.md (the paper's tables in their shapes,
+the machine, the settings, and each finding's direction computed from the measured numbers)
+and study.png.
+
+A finding is "reproduced" when the measured difference has the paper's sign; when a downstream
+difference is smaller than the larger standard deviation over seeds, the line says so, since
+the seeds' spread then covers it.
+"""
+
+import json
+import math
+import os
+import platform
+
+from albert_tf.files import io_utils
+
+TASK_NAMES = {"sst2": "movie-review sentiment (acc.)", "pos": "Brown POS tagging (acc.)"}
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+NEAR_CHANCE = 0.05  # "near chance": within 5 points of always answering the majority label
+PAPER_TABLE6 = ("Paper (ALBERT-base, Table 6): trained with NSP it solves SOP at 52.0%; trained "
+                "with SOP it solves NSP at 78.9% and SOP at 86.5%.")
+
+
+def cpu_description(path="/proc/cpuinfo"):
+    """The CPU model name and which of ISA_FLAGS it has."""
+    model, flags = platform.processor() or "unknown", set()
+    if os.path.exists(path):
+        with open(path) as reader:
+            for line in reader:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+    return {"model": model, "cores": os.cpu_count(),
+            "isa": {flag: flag in flags for flag in ISA_FLAGS}}
+
+
+def mean_std(values):
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return mean, std
+
+
+def _score(values):
+    mean, std = mean_std(values)
+    return f"{100 * mean:.1f} ± {100 * std:.1f}"
+
+
+def _downstream_cells(measurements, name):
+    """`score (gain over random init)` for every task."""
+    cells = []
+    for by_model in measurements["finetuning"].values():
+        gain = mean_std(by_model[name])[0] - mean_std(by_model["random-init"])[0]
+        cells.append(f"{_score(by_model[name])} ({100 * gain:+.1f})")
+    return cells
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _task_header(measurements):
+    return [f"{TASK_NAMES[task]} (gain vs random init)" for task in measurements["finetuning"]]
+
+
+def tables(measurements):
+    """{title: markdown table} in the paper's shapes."""
+    models = measurements["models"]
+    tasks = _task_header(measurements)
+    base_e = models["base"]["config"]["embedding_size"]
+    by_e = sorted([(spec["config"]["embedding_size"], name) for name, spec in models.items()
+                   if name == "base" or name.startswith("E")])
+    heldout = lambda name, form, key: f"{100 * models[name]['heldout'][form][key]:.1f}"  # noqa: E731
+    result = {
+        "Table 4 shape: embedding size E (all-shared, SOP)": _table(
+            ["E", "parameters"] + tasks,
+            [[f"{size}{' (base)' if size == base_e and name == 'base' else ''}",
+              f"{models[name]['parameters']:,}"] + _downstream_cells(measurements, name)
+             for size, name in by_e]),
+        "Table 5 shape: cross-layer parameter sharing": _table(
+            ["sharing", "parameters"] + tasks,
+            [[label, f"{models[name]['parameters']:,}"] + _downstream_cells(measurements, name)
+             for name, label in (("base", "all-shared (base)"), ("not-shared", "not-shared"))]),
+        "Table 6 shape: sentence-prediction task (held-out accuracy, %)": _table(
+            ["pretraining", "held-out MLM", "held-out NSP pairs", "held-out SOP pairs"] + tasks,
+            [[label, heldout(name, "sop", "masked_lm_accuracy"),
+              heldout(name, "nsp", "sentence_order_accuracy"),
+              heldout(name, "sop", "sentence_order_accuracy")] + _downstream_cells(measurements, name)
+             for name, label in (("mlm-only", "MLM only"), ("nsp", "NSP"), ("base", "SOP (base)"))]
+            + [["majority label (no model)", "", f"{100 * majority(measurements, 'nsp'):.1f}",
+                f"{100 * majority(measurements, 'sop'):.1f}"] + [""] * len(tasks)]),
+        "Every model against random initialisation (same fine-tuning)": _table(
+            ["model", "parameters"] + [TASK_NAMES[t] for t in measurements["finetuning"]],
+            [[spec["label"], f"{spec['parameters']:,}"]
+             + [_score(by_model[name]) for by_model in measurements["finetuning"].values()]
+             for name, spec in models.items()]
+            + [["random initialisation (base architecture)",
+                f"{measurements['random_init_parameters']:,}"]
+               + [_score(by_model["random-init"]) for by_model in measurements["finetuning"].values()]]),
+    }
+    return result
+
+
+def majority(measurements, form):
+    """The accuracy of always answering the majority label on the held-out pairs of `form`:
+    chance here (the original's data is not 50/50, see study.pair_composition)."""
+    fraction = measurements["pairs"][form]["heldout"]["label_1_fraction"]
+    return max(fraction, 1 - fraction)
+
+
+def composition(measurements):
+    """One line per held-out set: its pairs by kind."""
+    lines = []
+    for form, splits in measurements["pairs"].items():
+        pairs = splits["heldout"]
+        total = pairs["swapped"] + pairs["random_document"] + pairs["in_order"]
+        lines.append(f"- held-out {form.upper()} pairs: {total} = {pairs['in_order']} in order (label 0), "
+                     f"{pairs['swapped']} swapped, {pairs['random_document']} with a second segment "
+                     f"from another document (label 1); the majority label is "
+                     f"{100 * majority(measurements, form):.1f}%.")
+    return lines
+
+
+def _compare(claim, paper_direction_holds, detail):
+    return {"claim": claim, "reproduced": bool(paper_direction_holds), "detail": detail}
+
+
+def _downstream_finding(claim, measurements, better, worse):
+    """The paper's claim that `better` fine-tunes better than `worse`, on the mean of the tasks."""
+    details, holds = [], []
+    for task, by_model in measurements["finetuning"].items():
+        (b, b_std), (w, w_std) = mean_std(by_model[better]), mean_std(by_model[worse])
+        holds.append(b > w)
+        covered = " (within the seeds' spread)" if abs(b - w) < max(b_std, w_std) else ""
+        details.append(f"{task}: {100 * b:.1f} vs {100 * w:.1f}{covered}")
+    return _compare(claim, all(holds), "; ".join(details))
+
+
+def findings(measurements):
+    """Each of the paper's findings, with whether the measured numbers show its direction."""
+    models = measurements["models"]
+    sop = lambda name, form: models[name]["heldout"][form]["sentence_order_accuracy"]  # noqa: E731
+    params = {name: spec["parameters"] for name, spec in models.items()}
+    by_e = sorted((spec["config"]["embedding_size"], params[name]) for name, spec in models.items()
+                  if name == "base" or name.startswith("E"))
+    result = [
+        _compare("SOP-trained beats NSP-trained on held-out SOP pairs (Table 6)",
+                 sop("base", "sop") > sop("nsp", "sop"),
+                 f"{100 * sop('base', 'sop'):.1f} vs {100 * sop('nsp', 'sop'):.1f}"),
+        _compare(f"NSP-trained solves SOP near chance (within {100 * NEAR_CHANCE:.0f} points of "
+                 "the majority label)", abs(sop("nsp", "sop") - majority(measurements, "sop")) <= NEAR_CHANCE,
+                 f"{100 * sop('nsp', 'sop'):.1f} vs majority {100 * majority(measurements, 'sop'):.1f}"),
+        _compare("SOP-trained solves NSP better than MLM-only (Table 6)",
+                 sop("base", "nsp") > sop("mlm-only", "nsp"),
+                 f"{100 * sop('base', 'nsp'):.1f} vs {100 * sop('mlm-only', 'nsp'):.1f}"),
+        _compare("not-shared has more parameters than all-shared (Table 5)",
+                 params["not-shared"] > params["base"],
+                 f"{params['not-shared']:,} vs {params['base']:,}"),
+        _compare("a smaller E gives fewer parameters (Table 4)",
+                 all(a[1] < b[1] for a, b in zip(by_e, by_e[1:])),
+                 ", ".join(f"E={size}: {count:,}" for size, count in by_e)),
+        _downstream_finding("SOP fine-tunes better than NSP (Table 6)", measurements, "base", "nsp"),
+        _downstream_finding("not-shared fine-tunes better than all-shared (Table 5)",
+                            measurements, "not-shared", "base"),
+    ]
+    for name, spec in models.items():
+        result.append(_downstream_finding(f"pretraining beats random init: {spec['label']}",
+                                          measurements, name, "random-init"))
+    return result
+
+
+def markdown(measurements, report_tables, report_findings, cpu):
+    seconds = measurements["seconds"]
+    isa = ", ".join(f"{flag} {'yes' if present else 'no'}" for flag, present in cpu["isa"].items())
+    lines = [f"# The ALBERT paper's tables in miniature (preset `{measurements['preset']}`)", "",
+             f"Machine: {cpu['model']}, {cpu['cores']} cores; {isa}.",
+             f"Time: {seconds['all_cells'] / 60:.1f} min over all cells; this invocation "
+             f"{seconds['this_run_wall'] / 60:.1f} min wall.", "",
+             "Downstream scores: dev accuracy, mean ± standard deviation over fine-tuning seeds "
+             f"{measurements['settings']['seeds']} (%), gain over random initialisation in "
+             "points in brackets.", ""]
+    for title, table in report_tables.items():
+        lines += [f"## {title}", "", table, ""]
+    lines += [PAPER_TABLE6, "", *composition(measurements), "", "## The paper's findings at this scale (computed)", ""]
+    lines += [f"- {'REPRODUCED' if f['reproduced'] else 'NOT reproduced'}: {f['claim']} "
+              f"({f['detail']})" for f in report_findings]
+    lines += ["", "## Settings", "", "```", json.dumps(measurements["settings"], indent=1), "```", ""]
+    return "\n".join(lines)
+
+
+def plot(measurements, path):
+    """Downstream mean ± std per model and task, and held-out SOP / NSP accuracy per model."""
+    import matplotlib
+    matplotlib.use("Agg")  # no display needed
+    from matplotlib import pyplot
+
+    names = list(measurements["models"]) + ["random-init"]
+    tasks = list(measurements["finetuning"])
+    figure, axes = pyplot.subplots(1, len(tasks) + 1, figsize=(5 * (len(tasks) + 1), 4))
+    for axis, task in zip(axes, tasks):
+        stats = [mean_std(measurements["finetuning"][task][name]) for name in names]
+        axis.bar(range(len(names)), [100 * m for m, _ in stats], yerr=[100 * s for _, s in stats],
+                 color=["C0"] * (len(names) - 1) + ["C7"], capsize=3)
+        low = min(100 * (m - s) for m, s in stats)
+        axis.set_ylim(max(0.0, low - 5), None)
+        axis.set_title(TASK_NAMES[task])
+        axis.set_xticks(range(len(names)), names, rotation=45, ha="right")
+    pretrained = list(measurements["models"])
+    for offset, form in ((-0.2, "sop"), (0.2, "nsp")):
+        axes[-1].bar([i + offset for i in range(len(pretrained))],
+                     [100 * measurements["models"][n]["heldout"][form]["sentence_order_accuracy"]
+                      for n in pretrained], width=0.4, label=f"held-out {form.upper()} pairs")
+    axes[-1].axhline(50, color="grey", linestyle="--", linewidth=1)
+    axes[-1].set_title("sentence-pair head accuracy (%)")
+    axes[-1].set_xticks(range(len(pretrained)), pretrained, rotation=45, ha="right")
+    axes[-1].legend(fontsize=8)
+    figure.tight_layout()
+    with io_utils.atomic_path(path) as temp:
+        figure.savefig(temp, format="png", dpi=100)
+    pyplot.close(figure)
+    return path
+
+
+def write(measurements, output_dir):
+    """Writes study.json, study.md and study.png; returns {"markdown", "paths"}."""
+    cpu = cpu_description()
+    report_tables, report_findings = tables(measurements), findings(measurements)
+    text = markdown(measurements, report_tables, report_findings, cpu)
+    paths = {name: os.path.join(output_dir, f"study.{name}") for name in ("json", "md", "png")}
+    io_utils.atomic_write_text(paths["json"], json.dumps(
+        {**measurements, "cpu": cpu, "findings": report_findings}, indent=2) + "\n")
+    io_utils.atomic_write_text(paths["md"], text)
+    plot(measurements, paths["png"])
+    return {"markdown": text, "paths": paths}

@@ -1,0 +1,172 @@
+"""The paper study (`make paper`): its plan, cells, report, flags, and the smoke preset end to
+end, run twice (CI checks the machinery, never the scores)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf.demo import study, study_cells, study_report
+from tests.conftest import REPO_ROOT
+
+
+def test_the_full_plan_has_every_ablation_and_three_seeds_for_every_model():
+    preset = study.PRESETS["full"]
+    names = study.models(preset)
+    base_e = preset["model"]["embedding_size"]
+    assert {"base", "nsp", "mlm-only", "not-shared"} <= set(names)
+    assert {f"E{size}" for size in preset["embedding_sizes"] if size != base_e} <= set(names)
+    assert f"E{base_e}" not in names  # the base model is that row
+    assert names["not-shared"]["config"]["num_hidden_groups"] == preset["model"]["num_hidden_layers"]
+    assert names["mlm-only"]["sop_weight"] == 0 and names["nsp"]["data"] == "nsp"
+    assert len(preset["seeds"]) >= 3
+    cells = study.plan(preset)
+    for task in study.TASKS:
+        for name in [*names, study.RANDOM_INIT]:
+            assert all(f"finetune-{task}-{name}-seed{seed}" in cells for seed in preset["seeds"])
+    assert sum(kind == "heldout" for kind in cells.values()) == 2 * len(names)
+
+
+def test_a_finished_cell_is_skipped_and_an_interrupted_one_restarts_clean(tmp_path):
+    store = study_cells.CellStore(str(tmp_path), {"a": "k", "b": "k"})
+    calls = []
+
+    def work(directory):
+        calls.append(sorted(os.listdir(directory)))
+        return {"value": len(calls)}
+
+    assert store.run("a", work) == {"value": 1}
+    leftover = os.path.join(store.cell_dir("b"), "half-written")
+    os.makedirs(os.path.dirname(leftover))
+    open(leftover, "w").close()
+    again = study_cells.CellStore(str(tmp_path), {"a": "k", "b": "k"})
+    assert again.run("a", work) == {"value": 1}  # recorded, not rerun
+    assert again.run("b", work) == {"value": 2}
+    assert calls == [[], []]  # b's leftover was removed before it ran
+    assert again.started == ["b"]
+    with pytest.raises(ValueError, match="not in the plan"):
+        again.run("c", work)
+
+
+def test_the_eta_counts_the_unmeasured_kinds_apart(tmp_path):
+    store = study_cells.CellStore(str(tmp_path), {"a1": "a", "a2": "a", "a3": "a", "b1": "b"})
+    store.seconds = {"a1": 10.0}
+    assert store.eta() == "0:00:20 + 1 cell(s) of kinds not yet timed"
+
+
+def _measurements(sop_heldout, nsp_heldout, scores):
+    """Synthetic measurements: `sop_heldout`/`nsp_heldout`: {model: head accuracy on held-out
+    SOP / NSP pairs}; `scores`: {model: [accuracies]} for both tasks."""
+    models = {}
+    for name, embedding, groups, count in (("base", 64, 1, 100), ("nsp", 64, 1, 100),
+                                           ("mlm-only", 64, 1, 100), ("not-shared", 64, 4, 300),
+                                           ("E32", 32, 1, 80), ("E128", 128, 1, 140)):
+        models[name] = {"label": name, "parameters": count,
+                        "config": {"embedding_size": embedding, "num_hidden_groups": groups},
+                        "heldout": {"sop": {"sentence_order_accuracy": sop_heldout.get(name, 0.5),
+                                            "masked_lm_accuracy": 0.2},
+                                    "nsp": {"sentence_order_accuracy": nsp_heldout.get(name, 0.5),
+                                            "masked_lm_accuracy": 0.2}}}
+    finetuning = {task: {name: scores.get(name, [0.6, 0.62, 0.64]) for name in [*models, "random-init"]}
+                  for task in ("sst2", "pos")}
+    return {"preset": "test", "settings": {"seeds": [1, 2, 3]}, "models": models,
+            "random_init_parameters": 100, "finetuning": finetuning,
+            "pairs": {form: {"heldout": {"label_1_fraction": 0.4, "swapped": 3, "random_document": 1,
+                                         "in_order": 6}} for form in ("sop", "nsp")},
+            "seconds": {"this_run_wall": 60, "all_cells": 120, "cells": {}}}
+
+
+def _verdicts(measurements):
+    return {f["claim"].split(" (")[0]: f["reproduced"] for f in study_report.findings(measurements)}
+
+
+def test_findings_follow_the_measured_numbers_in_either_direction():
+    as_paper = _verdicts(_measurements(
+        {"base": 0.8, "nsp": 0.62}, {"base": 0.7, "mlm-only": 0.5},
+        {"base": [0.8, 0.81, 0.82], "nsp": [0.7, 0.7, 0.7], "random-init": [0.5, 0.5, 0.5]}))
+    assert as_paper["SOP-trained beats NSP-trained on held-out SOP pairs"]
+    assert as_paper["NSP-trained solves SOP near chance"]
+    assert as_paper["SOP-trained solves NSP better than MLM-only"]
+    assert as_paper["not-shared has more parameters than all-shared"]
+    assert as_paper["a smaller E gives fewer parameters"]
+    assert as_paper["SOP fine-tunes better than NSP"]
+    assert as_paper["pretraining beats random init: base"]
+
+    against = _verdicts(_measurements(
+        {"base": 0.55, "nsp": 0.7}, {"base": 0.5, "mlm-only": 0.6},  # majority label: 60%
+        {"base": [0.5, 0.5, 0.5], "nsp": [0.7, 0.7, 0.7], "random-init": [0.6, 0.6, 0.6]}))
+    assert not against["SOP-trained beats NSP-trained on held-out SOP pairs"]
+    assert not against["NSP-trained solves SOP near chance"]
+    assert not against["SOP-trained solves NSP better than MLM-only"]
+    assert not against["SOP fine-tunes better than NSP"]
+    assert not against["pretraining beats random init: base"]
+
+
+def test_the_report_has_every_table_row_and_a_picture(tmp_path):
+    measurements = _measurements({"base": 0.8}, {}, {})
+    report = study_report.write(measurements, str(tmp_path))
+    text = report["markdown"]
+    for row in ("| 32 |", "| 64 (base) |", "| 128 |", "| all-shared (base) |", "| not-shared |",
+                "| MLM only |", "| NSP |", "| SOP (base) |", "random initialisation",
+                "| majority label (no model) |  | 60.0 | 60.0 |", "10 = 6 in order (label 0), 3 swapped"):
+        assert row in text, row
+    assert "62.0 ± 2.0 (+0.0)" in text  # mean ± sample std over seeds, gain in points
+    assert "model name" not in text and "Machine: " in text
+    with open(report["paths"]["png"], "rb") as reader:
+        assert reader.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(report["paths"]["json"]) as reader:
+        assert len(json.load(reader)["findings"]) == len(study_report.findings(measurements))
+
+
+def _study(*flags, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "albert_tf.demo.study", *flags], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_bad_flags_are_refused_with_one_line(tmp_path):
+    result = _study("--preset=huge", f"--output_dir={tmp_path}")
+    assert result.returncode == 2 and "--preset" in result.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / study.SETTINGS_FILE).write_text(json.dumps({"preset": "full", "settings": {}}))
+    result = _study("--preset=smoke", f"--output_dir={other}", "--data_dir=/nonexistent")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "holds a study with other settings" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_path):
+    data_dir = os.path.dirname(real_data["botchan"])
+    output_dir = str(tmp_path / "study")
+    first = _study(f"--data_dir={data_dir}", f"--output_dir={output_dir}", "--preset=smoke")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    for script in ("build_vocab.py", "create_pretraining_data.py", "run_pretraining.py",
+                   "run_classifier.py", "run_tagging.py"):
+        assert f" {script} " in first.stdout, f"{script} was not shown as a command"
+    assert "--random_next_sentence" in first.stdout and "--allow_random_init" in first.stdout
+    plan = study.plan(study.PRESETS["smoke"])
+    assert sorted(os.listdir(os.path.join(output_dir, "cells"))) == sorted(f"{n}.json" for n in plan)
+    with open(os.path.join(output_dir, "study.json")) as reader:
+        result = json.load(reader)
+    assert sorted(result["cells_run_now"]) == sorted(plan)
+    params = {name: model["parameters"] for name, model in result["models"].items()}
+    assert params["not-shared"] > params["base"] and params["base"] < params["E128"]
+    for model in result["models"].values():
+        for form in ("sop", "nsp"):
+            assert 0 <= model["heldout"][form]["sentence_order_accuracy"] <= 1
+    for by_model in result["finetuning"].values():
+        assert all(len(scores) == len(study.PRESETS["smoke"]["seeds"]) for scores in by_model.values())
+    with open(os.path.join(output_dir, "study.md")) as reader:
+        text = reader.read()
+    for row in ("| 32 (base) |", "| 128 |", "| not-shared |", "| MLM only |", "| NSP |",
+                "| SOP (base) |", "random initialisation", "avx2 "):
+        assert row in text, row
+
+    os.remove(os.path.join(output_dir, "cells", "finetune-pos-random-init-seed1.json"))
+    second = _study(f"--data_dir={data_dir}", f"--output_dir={output_dir}", "--preset=smoke")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    with open(os.path.join(output_dir, "study.json")) as reader:
+        assert json.load(reader)["cells_run_now"] == ["finetune-pos-random-init-seed1"]
+    assert second.stdout.count("\n$ ") == 1 and "removing" in second.stdout
