@@ -10,6 +10,7 @@ on movie-review sentiment and Brown part-of-speech tagging with several seeds; w
 study.md, study.json and study.png (albert_tf/demo/study_report.py). See docs/paper_study.md.
 """
 
+import concurrent.futures
 import json
 import os
 import re
@@ -22,7 +23,7 @@ from absl import logging
 
 from albert_tf import checkpoints, cli, errors
 from albert_tf.config import AlbertConfig
-from albert_tf.demo import data_sources, pipeline, recipe, study_cells, study_report
+from albert_tf.demo import data_sources, pipeline, precision_choice, recipe, study_cells, study_report
 from albert_tf.files import io_utils
 from albert_tf.glue import movie_reviews
 
@@ -36,9 +37,11 @@ def _full():
         "max_seq_length": settings["max_seq_length"],
         "max_predictions_per_seq": settings["max_predictions_per_seq"],
         "dupe_factor": settings["dupe_factor"],
-        "pretrain_steps": settings["pretrain_steps"],
+        # Half the demo's pretraining: seven models are pretrained, two at a time.
+        "pretrain_steps": settings["pretrain_steps"] // 2,
         "pretrain_batch": settings["pretrain_batch"],
         "pretrain_lr": settings["pretrain_lr"],
+        "pretrain_model_overrides": settings["pretrain_model_overrides"],
         "heldout_eval_steps": 200,
         "embedding_sizes": [32, 64, 128],
         "finetune_steps": 200,
@@ -66,6 +69,7 @@ PRESETS = {
         "pretrain_steps": 10,
         "pretrain_batch": 16,
         "pretrain_lr": 0.003,
+        "pretrain_model_overrides": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
         "heldout_eval_steps": 4,
         "embedding_sizes": [32, 128],
         "finetune_steps": 10,
@@ -140,10 +144,27 @@ class Study:
         self.python = sys.executable
         self.log_dir = os.path.join(output_dir, "logs")
         self.models = models(self.preset)
-        self.store = study_cells.CellStore(output_dir, plan(self.preset))
+        self.store = study_cells.CellStore(output_dir, plan(self.preset), workers=2)
+        self.env = None  # the children's environment while cells run side by side
+        self.precision = "float32"
 
     def _run(self, name, command):
-        return pipeline._run(name, [self.python] + command, self.log_dir)
+        return pipeline._run(name, [self.python] + command, self.log_dir, self.env, self.tag(name))
+
+    def tag(self, name):
+        return f"{name}: " if self.env is not None else ""
+
+    def side_by_side(self, jobs):
+        """{key: function()} run two at a time, each child on one thread (two small runs on
+        one thread each outpace one run on two: albert_tf.demo.pipeline.ONE_THREAD); returns
+        {key: result} in the order of `jobs`."""
+        self.env = dict(os.environ, **pipeline.ONE_THREAD)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+                futures = {key: pool.submit(job) for key, job in jobs.items()}
+                return {key: future.result() for key, future in futures.items()}
+        finally:
+            self.env = None
 
     def _dir(self, name):
         return self.store.cell_dir(name)
@@ -168,7 +189,12 @@ class Study:
     def build_data(self, paths):
         preset = self.preset
         brown = paths["brown"]
-        train_text, heldout_text = brown[:preset["train_shards"]], brown[-1:]
+        reviews_text = os.path.join(self.output_dir, "corpus", "movie_reviews_train.txt")
+        os.makedirs(os.path.dirname(reviews_text), exist_ok=True)
+        movie_reviews.write_unlabelled_train_text(paths["movie_reviews"], reviews_text)
+        # As the demo: Brown and, for task-adaptive pretraining, the unlabelled movie-review
+        # training sentences; the last Brown shard is held out.
+        train_text, heldout_text = brown[:preset["train_shards"]] + [reviews_text], brown[-1:]
         self.pairs = {}
         self.store.run("data-vocab", lambda d: {"elapsed": self._run("data-vocab", [
             "build_vocab.py", f"--input={','.join(train_text)}",
@@ -215,9 +241,13 @@ class Study:
 
     # ---- pretraining and held-out evaluation
 
-    def config_path(self, name):
-        path = os.path.join(self.output_dir, "configs", f"{name}.json")
+    def config_path(self, name, pretraining=False):
+        """The model's config; for pretraining with the preset's overrides (no dropout), which
+        change no variable, so fine-tuning reads the same checkpoint with the default dropout."""
+        path = os.path.join(self.output_dir, "configs", f"{name}{'-pretraining' if pretraining else ''}.json")
         config = self.models[name]["config"] if name != RANDOM_INIT else self.models["base"]["config"]
+        if pretraining:
+            config = dict(config, **self.preset["pretrain_model_overrides"])
         with io_utils.atomic_path(path) as temp:
             AlbertConfig.from_dict(config).to_json_file(temp)
         return path
@@ -233,14 +263,14 @@ class Study:
 
         def work(directory):
             elapsed = self._run(f"pretrain-{name}", [
-                "run_pretraining.py", f"--albert_config_file={self.config_path(name)}",
+                "run_pretraining.py", f"--albert_config_file={self.config_path(name, pretraining=True)}",
                 f"--input_file={self.records('train', spec['data'])}", f"--output_dir={directory}",
                 "--do_train", "--nodo_eval", *self._pretraining_flags(),
                 f"--sentence_order_loss_weight={spec['sop_weight']}",
                 f"--train_batch_size={preset['pretrain_batch']}",
                 f"--learning_rate={preset['pretrain_lr']}", f"--num_train_steps={steps}",
                 f"--num_warmup_steps={steps // 10}", f"--save_checkpoints_steps={steps}",
-                f"--iterations_per_loop={max(1, steps // 20)}"])
+                f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={self.precision}"])
             log = os.path.join(self.log_dir, f"pretrain-{name}.log")
             return {"elapsed": elapsed, "parameters": count_parameters(directory),
                     "loss": pipeline._pretraining_loss(log)}
@@ -310,13 +340,21 @@ class Study:
                  "movie_reviews": data_sources.fetch_movie_reviews(self.data_dir),
                  "brown_tagging": data_sources.fetch_brown_tagging(self.data_dir)}
         self.build_data(paths)
-        pretrained = {name: self.pretrain(name) for name in self.models}
-        heldout = {name: {form: self.evaluate_heldout(name, form)["results"] for form in HELDOUT_FORMS}
-                   for name in self.models}
-        finetuned = {task: {name: [self.finetune(task, name, seed)["accuracy"]
-                                   for seed in self.preset["seeds"]]
-                            for name in [*self.models, RANDOM_INIT]}
-                     for task in TASKS}
+        self.precision, _ = precision_choice.fastest_precision(
+            self.preset["pretrain_batch"] * self.preset["max_seq_length"],
+            self.preset["model"]["hidden_size"], self.preset["model"]["intermediate_size"])
+        pretrained = self.side_by_side({name: lambda name=name: self.pretrain(name)
+                                        for name in self.models})
+        heldout = self.side_by_side({(name, form): lambda name=name, form=form: self.evaluate_heldout(
+            name, form)["results"] for name in self.models for form in HELDOUT_FORMS})
+        heldout = {name: {form: heldout[name, form] for form in HELDOUT_FORMS} for name in self.models}
+        seeds = self.preset["seeds"]
+        finetuned = self.side_by_side({
+            (task, name, seed): lambda task=task, name=name, seed=seed: self.finetune(
+                task, name, seed)["accuracy"]
+            for task in TASKS for name in [*self.models, RANDOM_INIT] for seed in seeds})
+        finetuned = {task: {name: [finetuned[task, name, seed] for seed in seeds]
+                            for name in [*self.models, RANDOM_INIT]} for task in TASKS}
         measurements = {
             "preset": self.preset_name, "settings": self.preset,
             "models": {name: {"label": spec["label"], "config": spec["config"],

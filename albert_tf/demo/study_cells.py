@@ -20,9 +20,10 @@ from albert_tf.files import io_utils
 class CellStore:
     """Runs and records cells."""
 
-    def __init__(self, output_dir, planned):
+    def __init__(self, output_dir, planned, workers=1):
         """`planned`: {name: kind} of every cell of the study (for the total and the ETA; a
-        kind groups cells that take about as long)."""
+        kind groups cells that take about as long); `workers`: how many cells run at once."""
+        self.workers = workers
         self.output_dir = output_dir
         self.cells_dir = os.path.join(output_dir, "cells")
         os.makedirs(self.cells_dir, exist_ok=True)
@@ -81,7 +82,7 @@ class CellStore:
                 remaining += sum(times) / len(times)
             else:
                 unmeasured += 1
-        text = str(datetime.timedelta(seconds=round(remaining)))
+        text = str(datetime.timedelta(seconds=round(remaining / self.workers)))
         return text + (f" + {unmeasured} cell(s) of kinds not yet timed" if unmeasured else "")
 
     def total_seconds(self):
