@@ -1,4 +1,5 @@
-"""Train, then evaluate checkpoints: the flow every run_*.py script shares.
+"""Train, then evaluate checkpoints by the loop's streaming metrics: run_pretraining.py's flow
+(the fine-tuning scripts share `fine_tuning.train_evaluate_predict` instead).
 
     driver.train_and_evaluate(task, strategy, config, do_train=True, do_eval=True,
                               eval_batch_size=64, max_eval_steps=100)
