@@ -75,8 +75,9 @@ class _RecordingJob(fine_tuning.FineTuningJob):
                                           intermediate_size=32)
         self.calls = []
 
-    def build_trainer(self, strategy, training_config, do_train, do_eval):
-        self.calls.append(("build_trainer", training_config.num_train_steps, do_train, do_eval))
+    def build_trainer(self, strategy, training_config, do_train, do_eval, do_predict):
+        self.calls.append(("build_trainer", training_config.num_train_steps, do_train, do_eval,
+                           do_predict))
         return _FakeTrainer()
 
     def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
@@ -99,7 +100,8 @@ def test_train_evaluate_predict_runs_the_steps_in_order(tmp_path):
     trainer, summary = fine_tuning.train_evaluate_predict(
         job, *training_flags.flow_from_flags(flag_values), strategy=None)
     assert isinstance(trainer, _FakeTrainer) and summary["best_step"] == 7
-    assert job.calls == [("build_trainer", 9, True, True), ("train_and_evaluate", True, True, 3),
+    assert job.calls == [("build_trainer", 9, True, True, True),
+                         ("train_and_evaluate", True, True, 3),
                          ("predict", 5)]
     # The effective config is written beside the checkpoints before training.
     assert AlbertConfig.from_json_file(str(output_dir / "albert_config.json")).hidden_size == 16

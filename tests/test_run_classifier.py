@@ -273,7 +273,8 @@ def test_stsb_regression_beats_zero_correlation(real_data, spm_model_file, alber
     config = loop.TrainingConfig(output_dir=output_dir, train_batch_size=32, num_train_steps=400,
                                  num_warmup_steps=40, learning_rate=3e-4, save_checkpoints_steps=200,
                                  iterations_per_loop=50)
-    trainer = job.build_trainer(tf.distribute.get_strategy(), config, do_train=True, do_eval=True)
+    trainer = job.build_trainer(tf.distribute.get_strategy(), config, do_train=True, do_eval=True,
+                                do_predict=True)
     summary = job.train_and_evaluate(trainer, True, True, eval_batch_size=64)
     blocks = _eval_blocks(os.path.join(output_dir, "eval_results.txt"))
     assert [b["global_step"] for b in blocks] == [200, 400]

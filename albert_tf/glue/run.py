@@ -56,9 +56,10 @@ class ClassifierJob(fine_tuning.FineTuningJob):
             self.tokenizer, self.cached_dir, self.spm_model_file or self.vocab_file,
             self.do_lower_case, bool(self.spm_model_file))
 
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False,
+                      do_predict=False):
         """A `loop.Trainer` with the classifier task; writes the records the run needs."""
-        train_file = eval_file = None
+        train_file = eval_file = predict_file = None
         if do_train:
             train_file, examples = self.records("train")
             logging.info("Training on %d examples, batch %d, %d steps", len(examples),
@@ -66,22 +67,22 @@ class ClassifierJob(fine_tuning.FineTuningJob):
         if do_eval:
             eval_file, examples = self.records("dev")
             logging.info("Evaluating on %d examples", len(examples))
+        if do_predict:
+            predict_file, _ = self.records("test")
         task = glue_task.ClassifierTask(self.albert_config, self.task_name, self.num_labels,
                                         self.max_seq_length, train_file, eval_file,
-                                        batching=self.batching)
+                                        batching=self.batching, predict_file=predict_file)
         return loop.Trainer(task, strategy, training_config)
 
     def predict(self, trainer, batch_size):
         """test_results.tsv (probabilities) and submit_results.tsv (index, label) from
         model.ckpt-best; returns the two paths."""
         checkpoint = self.best_checkpoint()
-        trainer.checkpoints.restore_model(checkpoint)
         predict_file, examples = self.records("test")
-        dataset = self.batching.trim(
-            features.make_dataset(predict_file, self.max_seq_length, self.task_name, batch_size,
-                                  is_training=False), self.max_seq_length)
-        arrays = glue_task.concatenated(
-            trainer.aggregate(dataset, what=f"Predicting {predict_file}"))
+        _, state = self.run_whole_set(trainer, checkpoint,
+                                      trainer.task.predict_dataset(None, batch_size),
+                                      f"Predicting {predict_file}")
+        arrays = glue_task.concatenated(state)
         if len(arrays["predictions"]) != len(examples):
             raise RuntimeError(f"{predict_file}: {len(arrays['predictions'])} predictions for "
                                f"{len(examples)} examples; delete the stale cache file")

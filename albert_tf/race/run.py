@@ -60,23 +60,24 @@ class RaceJob(fine_tuning.FineTuningJob):
         """The feature cache of `split` (train, dev or test), written if missing."""
         return prepare.prepare_split(self.settings, split, self.requested[split], self.tokenizer)
 
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False,
+                      do_predict=False):
         """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
         task = race_task.RaceTask(
             self.albert_config, self.max_seq_length, self.levels, self.dropout_prob,
             batching=self.batching,
             train_file=self.cache("train") if do_train else None,
-            eval_file=self.cache("dev") if do_eval else None)
+            eval_file=self.cache("dev") if do_eval else None,
+            predict_file=self.cache("test") if do_predict else None)
         return loop.Trainer(task, strategy, training_config)
 
     def predict(self, trainer, batch_size):
         """Scores the test split with model.ckpt-best; returns the two files written."""
         checkpoint = self.best_checkpoint()
-        test_file = self.cache("test")
-        step = trainer.checkpoints.restore_model(checkpoint)
-        state = trainer.aggregate(trainer.task.dataset_of(test_file, batch_size, with_index=True),
-                                  what=f"Scoring {test_file}")
-        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
+        test_file = trainer.task.predict_file
+        results, state = self.score(trainer, checkpoint,
+                                    trainer.task.predict_dataset(None, batch_size),
+                                    f"Scoring {test_file}")
         arrays = race_task.arrays_of(state)
         ids = race_task.question_ids(test_file)
         if len(ids) != len(arrays["label_ids"]):
@@ -84,12 +85,11 @@ class RaceJob(fine_tuning.FineTuningJob):
                                f"{len(ids)} records")
         best_value = evaluation.CheckpointEvaluator(
             self.output_dir, None, "eval_accuracy").best_value
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        lines.append(f"checkpoint = {checkpoint}")
+        notes = [f"checkpoint = {checkpoint}"]
         if best_value is not None:
-            lines.append(f"best_dev_eval_accuracy = {best_value}")
+            notes.append(f"best_dev_eval_accuracy = {best_value}")
         results_path = os.path.join(self.output_dir, PREDICT_RESULTS)
-        io_utils.atomic_write_text(results_path, "\n".join(lines) + "\n")
+        lines = evaluation.write_results(results_path, results, notes)
         predictions_path = os.path.join(self.output_dir, TEST_PREDICTIONS)
         io_utils.atomic_write_text(predictions_path, prediction_lines(ids, arrays))
         logging.info("Test (%s): %s", checkpoint, ", ".join(lines))

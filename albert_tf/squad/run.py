@@ -29,7 +29,6 @@ import os
 from absl import logging
 
 from albert_tf import checkpoints, errors
-from albert_tf.files import io_utils
 from albert_tf.squad import data, prediction, reader
 from albert_tf.squad import task as squad_task
 from albert_tf.training import evaluation, fine_tuning, length_buckets, loop
@@ -151,10 +150,9 @@ class SquadJob(fine_tuning.FineTuningJob):
             threshold_set = (prepare(options.threshold_predict_file, "threshold")
                              if options.threshold_predict_file else None)
             self._scorer = prediction.SquadEvaluator(
-                predict_set, options.version_2_with_negative, self.max_seq_length,
-                self.predict_batch_size, options.n_best_size, options.max_answer_length,
-                options.start_n_top, options.end_n_top, threshold_set,
-                options.null_score_diff_threshold, batching=self.batching)
+                predict_set, options.version_2_with_negative, options.n_best_size,
+                options.max_answer_length, options.start_n_top, options.end_n_top,
+                threshold_set, options.null_score_diff_threshold)
         return self._scorer
 
     def training_config(self, training_config, do_train):
@@ -186,9 +184,10 @@ class SquadJob(fine_tuning.FineTuningJob):
         existing = evaluation.list_checkpoints(self.output_dir)
         return existing[-1][0] if existing else None
 
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False,
+                      do_predict=False):
         options = self.options
-        scorer = self.scorer() if do_eval else None
+        scorer = self.scorer() if do_eval or do_predict else None
         task = squad_task.SquadTask(
             self.albert_config, options.version_2_with_negative, self.max_seq_length,
             self.train_records.record_file if do_train else None, options.start_n_top,
@@ -206,28 +205,24 @@ class SquadJob(fine_tuning.FineTuningJob):
     def predict(self, trainer, batch_size):
         """Scores (or, without answers, predicts) the predict file with model.ckpt-best, else
         the latest checkpoint, else --init_checkpoint; returns the files written."""
-        scorer = self.scorer()
-        scorer.strategy = trainer.strategy  # the model's, to predict an unlabelled file
         checkpoint = self.best_checkpoint(fallback=self.init_checkpoint)
-        if not scorer.is_labelled:
-            trainer.checkpoints.restore_model(checkpoint)
-            threshold = scorer.predict_unlabelled(trainer.model, self.output_dir)
+        if not trainer.task.scorer.is_labelled:
+            _, state = self.run_whole_set(trainer, checkpoint,
+                                          trainer.task.predict_dataset(None, batch_size),
+                                          f"Predicting {self.options.predict_file}")
+            self.results = trainer.task.reduce_aggregated_logs(state) or None  # the threshold
             logging.info("%s has no answers: wrote the predictions of %s to %s and skipped "
                          "scoring", self.options.predict_file, checkpoint, self.output_dir)
-            self.results = None if threshold is None else {"null_score_diff_threshold": threshold}
             return self._prediction_files()
         best = os.path.join(self.output_dir, checkpoints.BEST_CHECKPOINT_NAME)
         if checkpoint != best and checkpoint != self.init_checkpoint:
             logging.warning("No checkpoint was evaluated in %s", self.output_dir)
             return []
         self.results = self.evaluate(trainer, checkpoint, batch_size)
-        lines = [f"{key} = {self.results[key]}" for key in sorted(self.results)]
-        if checkpoint == best:
-            lines.append(f"best perf happened at step: {self.results['global_step']}")
-        else:
-            lines.insert(0, f"checkpoint = {checkpoint}")
-        io_utils.append_text(os.path.join(self.output_dir, "eval_results.txt"),
-                             "\n".join(lines) + "\n")
+        note = (f"best perf happened at step: {self.results['global_step']}"
+                if checkpoint == best else f"checkpoint = {checkpoint}")
+        lines = evaluation.write_results(os.path.join(self.output_dir, "eval_results.txt"),
+                                         self.results, [note], append=True)
         logging.info("%s with %s: %s", self.options.predict_file, checkpoint, ", ".join(lines))
         return self._prediction_files()
 

@@ -28,6 +28,16 @@ from albert_tf.training import checkpointing
 BEST_NAME = checkpoints.BEST_CHECKPOINT_NAME
 
 
+def write_results(path, results, notes=(), append=False):
+    """The one writer of `key = value` results files (`eval_results.txt`, a task's test
+    results): the results sorted by key, as the original, then the `notes` lines; appended, or
+    written atomically. Returns the lines."""
+    lines = [f"{key} = {results[key]}" for key in sorted(results)] + list(notes)
+    write = io_utils.append_text if append else io_utils.atomic_write_text
+    write(path, "\n".join(lines) + "\n")
+    return lines
+
+
 def list_checkpoints(directory):
     """`[(step, prefix)]` of the `model.ckpt-<step>` checkpoints in `directory`, by step."""
     found = []
@@ -120,10 +130,8 @@ class CheckpointEvaluator:
             self.best_step, self.best_value = step, value
             logging.info("New best %s = %.6g at step %d, copied to %s", self.metric_name, value,
                          step, BEST_NAME)
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        lines.append(f"best_{self.metric_name} = {self.best_value}")
-        lines.append(f"best_global_step = {self.best_step}")
-        io_utils.append_text(self.results_path, "\n".join(lines) + "\n")
+        lines = write_results(self.results_path, results, append=True, notes=[
+            f"best_{self.metric_name} = {self.best_value}", f"best_global_step = {self.best_step}"])
         self.last_evaluated = step
         self._write_state()
         logging.info("Eval of %s: %s", prefix, ", ".join(lines))

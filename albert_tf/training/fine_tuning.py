@@ -28,8 +28,7 @@ import tensorflow as tf
 from albert_tf import checkpoints, errors
 from albert_tf.files import output_lock
 from albert_tf.text import tokenization
-from albert_tf.training import evaluation
-from albert_tf.training import length_buckets
+from albert_tf.training import evaluation, length_buckets, prediction
 
 
 @dataclasses.dataclass
@@ -108,12 +107,15 @@ class FineTuningJob(abc.ABC):
                                        config_source)
 
     @abc.abstractmethod
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
-        """A `loop.Trainer` of the job's task with the data `do_train` / `do_eval` need."""
+    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False,
+                      do_predict=False):
+        """A `loop.Trainer` of the job's task with the data `do_train` / `do_eval` /
+        `do_predict` need (the records written now, so a bad file fails before training)."""
 
     @abc.abstractmethod
     def predict(self, trainer, batch_size):
-        """Predicts the job's test set with `best_checkpoint()`; returns the paths written."""
+        """Predicts the job's test set (`task.predict_dataset`) with `best_checkpoint()`;
+        returns the paths written."""
 
     def training_config(self, training_config, do_train):
         """The config the trainer runs (a job whose step counts follow from its data sets
@@ -132,14 +134,25 @@ class FineTuningJob(abc.ABC):
         """`output_dir/model.ckpt-best`, else the latest checkpoint (warned), else `fallback`."""
         return best_checkpoint(self.output_dir, fallback, self.dev_set_name)
 
-    def evaluate(self, trainer, checkpoint_path, batch_size):
-        """The task's whole-set metrics of one checkpoint on its evaluation set (the task's
-        `aggregate_logs` / `reduce_aggregated_logs`), plus `global_step`; written to the
-        TensorBoard eval summaries."""
+    @staticmethod
+    def run_whole_set(trainer, checkpoint_path, dataset, what):
+        """Restores `checkpoint_path` and runs the one whole-set pass over `dataset`; returns
+        (the checkpoint's global_step, the task's aggregated state)."""
         step = trainer.checkpoints.restore_model(checkpoint_path)
-        state = trainer.aggregate(trainer.task.eval_dataset(None, batch_size),
-                                  what=f"Evaluating {checkpoint_path}")
-        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
+        return step, prediction.aggregate(trainer.task, trainer.model, dataset, trainer.strategy,
+                                          what)
+
+    def score(self, trainer, checkpoint_path, dataset, what):
+        """(the task's whole-set metrics of a checkpoint on `dataset` plus `global_step`, the
+        aggregated state the task's prediction files are written from)."""
+        step, state = self.run_whole_set(trainer, checkpoint_path, dataset, what)
+        return dict(trainer.task.reduce_aggregated_logs(state), global_step=step), state
+
+    def evaluate(self, trainer, checkpoint_path, batch_size):
+        """The task's whole-set metrics of one checkpoint on its evaluation set, plus
+        `global_step`; written to the TensorBoard eval summaries."""
+        results, _ = self.score(trainer, checkpoint_path, trainer.task.eval_dataset(None, batch_size),
+                                f"Evaluating {checkpoint_path}")
         trainer.write_eval_summaries({name: value for name, value in results.items()
                                       if not isinstance(value, str)})  # SQuAD's notes
         return results
@@ -164,7 +177,8 @@ def train_evaluate_predict(job, options, training_config, strategy):
     if options.do_train:
         job.albert_config.write_beside(options.output_dir)
     config = job.training_config(training_config, options.do_train)
-    trainer = job.build_trainer(strategy, config, options.do_train, options.do_eval)
+    trainer = job.build_trainer(strategy, config, options.do_train, options.do_eval,
+                                options.do_predict)
     summary = None
     if options.do_train or options.do_eval:
         summary = job.train_and_evaluate(trainer, options.do_train, options.do_eval,
