@@ -30,7 +30,7 @@ from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
 from albert_tf.demo.curves import read_scalars
-from albert_tf.training import fine_tuning, loop
+from albert_tf.training import evaluation, fine_tuning, loop
 from tests.conftest import run_python
 
 SEQ = 64
@@ -275,7 +275,8 @@ def test_stsb_regression_beats_zero_correlation(real_data, spm_model_file, alber
                                  iterations_per_loop=50)
     trainer = job.build_trainer(tf.distribute.get_strategy(), config, do_train=True, do_eval=True,
                                 do_predict=True)
-    summary = job.train_and_evaluate(trainer, True, True, eval_batch_size=64)
+    summary = evaluation.train_and_evaluate(trainer, lambda path: job.evaluate(trainer, path, 64),
+                                            True, True, job.last_step(trainer))
     blocks = _eval_blocks(os.path.join(output_dir, "eval_results.txt"))
     assert [b["global_step"] for b in blocks] == [200, 400]
     assert {"pearson", "spearman", "MSE", "eval_loss"} <= set(blocks[-1])

@@ -101,6 +101,7 @@ class SquadJob(fine_tuning.FineTuningJob):
     """SQuAD's data, tokenizer and model settings; see the module docstring."""
 
     dev_set_name = "predict file"
+    eval_poll_seconds = 1.0
 
     def __init__(self, options, output_dir, albert_config, max_seq_length, spm_model_file,
                  do_lower_case=True, batching=length_buckets.PADDED, predict_batch_size=8,
@@ -194,13 +195,6 @@ class SquadJob(fine_tuning.FineTuningJob):
             options.end_n_top, options.dropout_prob, options.use_einsum, self.batching,
             scorer=scorer, output_dir=self.output_dir)
         return loop.Trainer(task, strategy, training_config)
-
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=1.0):
-        if do_eval and not do_train and self.last_step(trainer) is None:
-            return None  # nothing to wait for: `predict` scores --init_checkpoint
-        return super().train_and_evaluate(trainer, do_train, do_eval, eval_batch_size,
-                                          eval_timeout_secs, poll_seconds)
 
     def predict(self, trainer, batch_size):
         """Scores (or, without answers, predicts) the predict file with model.ckpt-best, else

@@ -84,6 +84,7 @@ class FineTuningJob(abc.ABC):
     """The part of a task's job that is the same for every task (see the module docstring)."""
 
     dev_set_name = "dev set"
+    eval_poll_seconds = 5.0  # how often evaluating alone looks for a new checkpoint
 
     def __init__(self, output_dir, albert_config, max_seq_length, spm_model_file=None,
                  vocab_file=None, do_lower_case=True, batching=length_buckets.PADDED,
@@ -157,15 +158,6 @@ class FineTuningJob(abc.ABC):
                                       if not isinstance(value, str)})  # SQuAD's notes
         return results
 
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=5.0):
-        """Trains (--do_train) and/or evaluates every checkpoint (--do_eval); returns the
-        evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
-        return evaluation.train_and_evaluate(
-            trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
-            do_train, do_eval, eval_timeout_secs, poll_seconds,
-            last_step=self.last_step(trainer) if do_eval else None)
-
 
 def train_evaluate_predict(job, options, training_config, strategy):
     """Runs training, evaluation and prediction for `job` as `options` (`FlowOptions`) say;
@@ -181,8 +173,10 @@ def train_evaluate_predict(job, options, training_config, strategy):
                                 options.do_predict)
     summary = None
     if options.do_train or options.do_eval:
-        summary = job.train_and_evaluate(trainer, options.do_train, options.do_eval,
-                                         options.eval_batch_size, options.eval_timeout_secs)
+        summary = evaluation.train_and_evaluate(
+            trainer, lambda path: job.evaluate(trainer, path, options.eval_batch_size),
+            options.do_train, options.do_eval, job.last_step(trainer), options.eval_timeout_secs,
+            job.eval_poll_seconds)
         if summary:
             logging.info("Best %s = %s at step %s", trainer.task.eval_metric_name,
                          summary["best_value"], summary["best_step"])
