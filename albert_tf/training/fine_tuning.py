@@ -1,21 +1,24 @@
 """The fine-tuning flow every task shares, from a built job to its written outputs.
 
 A task package (GLUE, RACE, tagging, SQuAD) provides a job: a `FineTuningJob` whose
-`__init__` runs the shared checks and sets up the tokenizer, and which defines
-`build_trainer` (its `Task` and the records the run needs) and `predict` (the test set with the
-best checkpoint). Evaluating a checkpoint is the same for every job: the task's
-`aggregate_logs` / `reduce_aggregated_logs` over its evaluation set. The script turns its flags
-into `FlowOptions` and a `loop.TrainingConfig` (`training.flags`) and calls
+`__init__` runs the shared checks and sets up the tokenizer. Before any training the job's
+`plan` computes everything the run needs (it writes the records the task reads, and says the
+steps, the warm-up and the last step to evaluate) and returns it as one `RunPlan`; the job's
+`build_task` makes its `Task` from the plan, and `predict` writes the test set's predictions
+with the best checkpoint and returns them. Evaluating a checkpoint is the same for every job:
+the task's `aggregate_logs` / `reduce_aggregated_logs` over its evaluation set. The script turns
+its flags into `FlowOptions` and a `loop.TrainingConfig` (`training.flags`) and calls
 `train_evaluate_predict`:
 
     job = glue_run.ClassifierJob(...)
-    trainer, summary = fine_tuning.train_evaluate_predict(job, options, config, strategy)
+    outcome = fine_tuning.train_evaluate_predict(job, options, config, strategy)
+    outcome.summary, outcome.test_results
 
 so checking the init checkpoint, locking the output directory, writing the config beside the
 checkpoints, training while evaluating every checkpoint as it is saved (the trainer's
 `on_checkpoint` hook), and predicting happen the same way for every task. The flow never reads
-a flag: a job's differences (SQuAD's steps from epochs, its last step without a train file) are
-the hooks `training_config` and `last_step`.
+a flag, and no job carries state from one hook to the next: what differs (SQuAD's steps from
+epochs, its last step without a train file) is in the plan.
 """
 
 import abc
@@ -28,7 +31,7 @@ import tensorflow as tf
 from albert_tf import checkpoints, errors
 from albert_tf.files import output_lock
 from albert_tf.text import tokenization
-from albert_tf.training import evaluation, length_buckets, prediction
+from albert_tf.training import evaluation, length_buckets, loop, prediction
 
 
 @dataclasses.dataclass
@@ -44,6 +47,33 @@ class FlowOptions:
     eval_batch_size: int = 8
     predict_batch_size: int = 8
     eval_timeout_secs: float = 7200.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """What a run does, computed once by the job before training (`FineTuningJob.plan`).
+
+    `training_config`: the `loop.TrainingConfig` the trainer runs (steps, warm-up);
+    `task_inputs`: what the job's `build_task` takes (the records `plan` wrote);
+    `last_step`: the step whose evaluation ends the evaluate-every-checkpoint loop (None:
+    evaluating alone has nothing to wait for); `predict_fallback`: what to predict with when
+    the output directory holds no checkpoint (SQuAD's --init_checkpoint).
+    """
+
+    training_config: object
+    task_inputs: dict
+    last_step: int = None
+    predict_fallback: str = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowResult:
+    """What `train_evaluate_predict` returns: the trainer, the best dev result summary (or
+    None) and the test set's results as `predict` returned them (or None)."""
+
+    trainer: object
+    summary: dict = None
+    test_results: dict = None
 
 
 def check_init_checkpoint(init_checkpoint, allow_random_init, do_train, output_dir):
@@ -107,26 +137,30 @@ class FineTuningJob(abc.ABC):
         albert_config.check_vocabulary(len(self.tokenizer.vocab), self.vocabulary,
                                        config_source)
 
-    @abc.abstractmethod
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False,
-                      do_predict=False):
-        """A `loop.Trainer` of the job's task with the data `do_train` / `do_eval` /
-        `do_predict` need (the records written now, so a bad file fails before training)."""
+    def plan(self, options, training_config):
+        """The `RunPlan` of a run as `options` (`FlowOptions`) say: the records it needs written
+        now (so a bad file fails before training), `training_config` as given."""
+        return RunPlan(training_config, self.write_records(options.do_train, options.do_eval,
+                                                           options.do_predict),
+                       last_step=training_config.num_train_steps)
+
+    def write_records(self, do_train, do_eval, do_predict):
+        """The task's inputs (`build_task`'s keyword arguments) with the records `do_train` /
+        `do_eval` / `do_predict` need, written if missing."""
+        raise NotImplementedError(f"{type(self).__name__} defines plan or write_records")
 
     @abc.abstractmethod
-    def predict(self, trainer, batch_size):
-        """Predicts the job's test set (`task.predict_dataset`) with `best_checkpoint()`;
-        returns the paths written."""
+    def build_task(self, task_inputs):
+        """The job's `Task` reading `task_inputs` (a plan's)."""
 
-    def training_config(self, training_config, do_train):
-        """The config the trainer runs (a job whose step counts follow from its data sets
-        them here)."""
-        del do_train
-        return training_config
+    def build_trainer(self, strategy, plan):
+        """A `loop.Trainer` of the job's task as `plan` says."""
+        return loop.Trainer(self.build_task(plan.task_inputs), strategy, plan.training_config)
 
-    def last_step(self, trainer):
-        """The step whose evaluation ends the evaluate-every-checkpoint loop."""
-        return trainer.config.num_train_steps
+    @abc.abstractmethod
+    def predict(self, trainer, checkpoint_path, batch_size):
+        """Predicts the job's test set (`task.predict_dataset`) with `checkpoint_path`; returns
+        (the paths written, the test results or None)."""
 
     def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
         check_init_checkpoint(init_checkpoint, allow_random_init, do_train, self.output_dir)
@@ -161,26 +195,27 @@ class FineTuningJob(abc.ABC):
 
 def train_evaluate_predict(job, options, training_config, strategy):
     """Runs training, evaluation and prediction for `job` as `options` (`FlowOptions`) say;
-    returns (trainer, the best dev result summary or None)."""
+    returns a `FlowResult`."""
     job.check_init_checkpoint(options.init_checkpoint, options.allow_random_init,
                               options.do_train)
     if options.do_train or options.do_eval or options.do_predict:
         output_lock.check_writable(options.output_dir, "--output_dir")
     if options.do_train:
         job.albert_config.write_beside(options.output_dir)
-    config = job.training_config(training_config, options.do_train)
-    trainer = job.build_trainer(strategy, config, options.do_train, options.do_eval,
-                                options.do_predict)
-    summary = None
+    plan = job.plan(options, training_config)
+    trainer = job.build_trainer(strategy, plan)
+    summary = test_results = None
     if options.do_train or options.do_eval:
         summary = evaluation.train_and_evaluate(
             trainer, lambda path: job.evaluate(trainer, path, options.eval_batch_size),
-            options.do_train, options.do_eval, job.last_step(trainer), options.eval_timeout_secs,
+            options.do_train, options.do_eval, plan.last_step, options.eval_timeout_secs,
             job.eval_poll_seconds)
         if summary:
             logging.info("Best %s = %s at step %s", trainer.task.eval_metric_name,
                          summary["best_value"], summary["best_step"])
     if options.do_predict:
-        for path in job.predict(trainer, options.predict_batch_size):
+        paths, test_results = job.predict(trainer, job.best_checkpoint(plan.predict_fallback),
+                                          options.predict_batch_size)
+        for path in paths:
             logging.info("Wrote %s", path)
-    return trainer, summary
+    return FlowResult(trainer, summary, test_results)
