@@ -20,7 +20,8 @@ ALBERT-base (v2 config), float32, real-length text, one invocation, round-robin.
   padding (batch 32: padded to the longest row). One call of each in turn; p50 and p99.
 * SQuAD prediction: the windows of `data/squad_v1_excerpt.json` (repeated to `--squad_copies`
   times the questions), `--max_seq_length=384`, stride 128, query 64, batch 8. Ours =
-  `squad.prediction.SquadEvaluator.raw_results`, v1.1 (always padded to 384, as the original)
+  the whole-set pass of `training.prediction.aggregate` over `squad.task.SquadTask`'s predict
+  set, v1.1 (always padded to 384, as the original)
   and v2.0 with length buckets (its encoder skips padding); Hugging Face =
   `AlbertForQuestionAnswering` under `torch.no_grad()` on the same windows, each batch cut to its
   longest row, and padded to 384 as transformers' `run_qa.py` does by default. One whole pass of
@@ -58,7 +59,7 @@ from albert_tf.glue.processors import InputExample  # noqa: E402
 from albert_tf.squad import data as squad_data  # noqa: E402
 from albert_tf.squad import prediction as squad_prediction  # noqa: E402
 from albert_tf.squad import task as squad_task  # noqa: E402
-from albert_tf.training import length_buckets, loop  # noqa: E402
+from albert_tf.training import length_buckets, loop, prediction  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(REPO, "albert_tf", "configs", "albert_base_v2.json")
@@ -130,7 +131,8 @@ def hf_training_steps(config, record_file, spm_file):
     collator = transformers.DataCollatorWithPadding(
         transformers.AlbertTokenizer(vocab_file=spm_file), return_tensors="pt")
     rows = []
-    for record in glue_features.make_dataset(record_file, SEQ, "sst-2", 1, False).unbatch():
+    for record in glue_task.ClassifierTask(config, "sst-2", 2, SEQ).dataset_of(record_file,
+                                                                            1).unbatch():
         length = int(record["input_mask"].numpy().sum())
         rows.append({"input_ids": record["input_ids"].numpy()[:length].tolist(),
                      "token_type_ids": record["segment_ids"].numpy()[:length].tolist(),
@@ -263,11 +265,10 @@ def our_squad_pass(config, predict_set, version_2):
     """run_squad.py's prediction: v2 with length buckets (its model skips padding), v1 padded."""
     batching = (length_buckets.Batching.auto(SQUAD_SEQ) if version_2
                 else length_buckets.PADDED)
-    task = squad_task.SquadTask(config, version_2, SQUAD_SEQ, batching=batching)
+    task = squad_task.SquadTask(config, version_2, SQUAD_SEQ, batching=batching,
+                                scorer=squad_prediction.SquadEvaluator(predict_set, version_2))
     model = task.build_model(tf.distribute.get_strategy())
-    evaluator = squad_prediction.SquadEvaluator(predict_set, version_2, SQUAD_SEQ, 8,
-                                                batching=batching)
-    return lambda: evaluator.raw_results(model, predict_set)
+    return lambda: prediction.aggregate(task, model, task.predict_dataset(None, 8))
 
 
 def hf_squad_pass(config, predict_set, cut_to_longest):

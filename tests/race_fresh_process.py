@@ -4,8 +4,8 @@
         <test cache> <max_seq_length> <data_dir>
 
 Prints `RESULT {json}`: the exported SavedModel's outputs on the test cache (`serving_default`)
-and on the raw test questions (`text`), and the test-split logits that `race.task.Predictor`
-computes under MirroredStrategy (2 replicas) from the checkpoint.
+and on the raw test questions (`text`), and the test-split logits of the whole-set pass
+(`training.prediction.aggregate`) under MirroredStrategy (2 replicas) from the checkpoint.
 """
 
 import json
@@ -22,6 +22,7 @@ from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.race import cache, reader  # noqa: E402
 from albert_tf.export import race as race_export  # noqa: E402
 from albert_tf.race import task as race_task  # noqa: E402
+from albert_tf.training import prediction  # noqa: E402
 
 
 def main(export_version_dir, checkpoint, config_file, test_cache, max_seq_length, data_dir):
@@ -46,7 +47,8 @@ def main(export_version_dir, checkpoint, config_file, test_cache, max_seq_length
     task = race_task.RaceTask(config, max_seq_length)
     with strategy.scope():
         model = race_export.load_model(config, checkpoint)
-    arrays = race_task.Predictor(task, model, strategy)(test_cache, batch_size=6)
+    arrays = race_task.arrays_of(prediction.aggregate(
+        task, model, task.dataset_of(test_cache, 6), strategy))
     print("RESULT " + json.dumps({
         "signature_inputs": sorted(serving.structured_input_signature[1]),
         "input_dtypes": sorted({spec.dtype.name

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 
+import numpy as np
 import tensorflow as tf
 
 (cpu,) = tf.config.list_physical_devices("CPU")
@@ -21,6 +22,7 @@ from albert_tf.text import tokenization  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.squad import data, prediction  # noqa: E402
 from albert_tf.squad import task as squad_task  # noqa: E402
+from albert_tf.training import prediction as training_prediction  # noqa: E402
 from albert_tf.training.length_buckets import Batching  # noqa: E402
 from tests.conftest import copy_weights  # noqa: E402
 
@@ -53,15 +55,20 @@ def main(squad_file, spm_model_file, output_dir):
     results = {"features": len(predict_set.features)}
     for name, (way_model, settings) in ways.items():
         # batch 5: the last global batch is split unevenly over the two replicas.
-        evaluator = prediction.SquadEvaluator(predict_set, True, SEQ, 5, fixed_threshold=0.0,
-                                              **settings)
-        raw = evaluator.raw_results(way_model, predict_set)
+        evaluator = prediction.SquadEvaluator(predict_set, True, fixed_threshold=0.0)
+        way_task = squad_task.SquadTask(AlbertConfig(**CONFIG), True, SEQ, dropout_prob=0.0,
+                                        batching=settings.get("batching", Batching()),
+                                        scorer=evaluator, output_dir=f"{output_dir}/{name}")
+        state = training_prediction.aggregate(way_task, way_model, way_task.predict_dataset(None, 5),
+                                              settings["strategy"])
+        raw = evaluator.raw_results_of(
+            {key: np.concatenate([batch[key] for batch in state]) for key in state[0]})
         results[name] = {
             "unique_ids": [r.unique_id for r in raw],
             "start_top_log_probs": [r.start_top_log_probs.tolist() for r in raw],
             "end_top_index": [r.end_top_index.tolist() for r in raw],
             "cls_logits": [r.cls_logits for r in raw],
-            "scores": evaluator.evaluate(way_model, f"{output_dir}/{name}")}
+            "scores": way_task.reduce_aggregated_logs(state)}
     print("RESULT " + json.dumps(results, default=float))
 
 

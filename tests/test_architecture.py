@@ -100,3 +100,32 @@ def test_the_package_root_holds_few_modules():
     parts |= {name + "/" for name in os.listdir(root)
               if os.path.isfile(os.path.join(root, name, "__init__.py"))}
     assert parts == {part for layer in LAYERS for part in layer} - {"albert_tf"}
+
+
+def _page():
+    with open(os.path.join(REPO_ROOT, "docs", "architecture.md"), encoding="utf-8") as reader:
+        return reader.read()
+
+
+def test_the_page_numbers_the_layers_as_this_test():
+    """The table's rows (`| N. name | parts |`) are LAYERS in order, and every "layer N,
+    `part`" of the prose names the part's layer."""
+    import re
+    rows = re.findall(r"^\| (\d+)\. [^|]+\| ([^|]+) \|", _page(), re.MULTILINE)
+    assert [int(number) for number, _ in rows] == list(range(1, len(LAYERS) + 1))
+    for (number, parts), layer in zip(rows, LAYERS):
+        assert set(re.findall(r"`([^`]+)`", parts)) == layer - {"albert_tf"}, f"layer {number}"
+    mentions = re.findall(r"[Ll]ayer (\d+), `([^`]+)`", _page())
+    assert mentions
+    for number, part in mentions:
+        assert part in LAYERS[int(number) - 1], f"the page puts `{part}` in layer {number}"
+
+
+def test_the_page_counts_the_shims_lines():
+    import re
+    (count,) = re.findall(r"top-level `\*\.py` files of the checkout are (\d+)-line shims", _page())
+    shims = [name for name in os.listdir(REPO_ROOT) if name.endswith(".py")]
+    assert shims
+    for name in shims:
+        with open(os.path.join(REPO_ROOT, name), encoding="utf-8") as reader:
+            assert len(reader.read().splitlines()) == int(count), name

@@ -6,7 +6,7 @@ import pytest
 from albert_tf import errors
 from albert_tf.config import AlbertConfig
 from albert_tf.scripts import run_classifier, run_race, run_tagging
-from albert_tf.training import fine_tuning
+from albert_tf.training import evaluation, fine_tuning
 from albert_tf.training import flags as training_flags
 
 SCRIPTS = (run_classifier, run_race, run_tagging)
@@ -75,32 +75,51 @@ class _RecordingJob(fine_tuning.FineTuningJob):
                                           intermediate_size=32)
         self.calls = []
 
-    def build_trainer(self, strategy, training_config, do_train, do_eval):
-        self.calls.append(("build_trainer", training_config.num_train_steps, do_train, do_eval))
+    def plan(self, options, training_config):
+        self.calls.append(("plan", training_config.num_train_steps, options.do_train,
+                           options.do_eval, options.do_predict))
+        return fine_tuning.RunPlan(training_config, {"records": "r"}, last_step=9)
+
+    def build_task(self, task_inputs):
+        raise AssertionError("build_trainer is replaced")
+
+    def build_trainer(self, strategy, plan):
+        self.calls.append(("build_trainer", plan.task_inputs))
         return _FakeTrainer()
 
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=5.0):
-        self.calls.append(("train_and_evaluate", do_train, do_eval, eval_batch_size))
-        return {"best_step": 7, "best_value": 0.5, "last_evaluated": 7}
+    def evaluate(self, trainer, checkpoint_path, batch_size):
+        self.calls.append(("evaluate", checkpoint_path, batch_size))
+        return {"eval_accuracy": 0.5}
 
-    def predict(self, trainer, batch_size):
-        self.calls.append(("predict", batch_size))
-        return ["predictions.tsv"]
+    def best_checkpoint(self, fallback=None):
+        return "model.ckpt-best"
+
+    def predict(self, trainer, checkpoint_path, batch_size):
+        self.calls.append(("predict", checkpoint_path, batch_size))
+        return ["predictions.tsv"], {"accuracy": 1.0}
 
 
-def test_train_evaluate_predict_runs_the_steps_in_order(tmp_path):
+def test_train_evaluate_predict_runs_the_steps_in_order(tmp_path, monkeypatch):
     output_dir = tmp_path / "out"
     flag_values = _flag_values(run_tagging, "--data_dir=d", "--albert_config_file=c.json",
                                f"--output_dir={output_dir}", "--do_train", "--do_eval",
                                "--do_predict", "--allow_random_init", "--train_step=9",
                                "--eval_batch_size=3", "--predict_batch_size=5")
     job = _RecordingJob(str(output_dir))
-    trainer, summary = fine_tuning.train_evaluate_predict(
+
+    def train_and_evaluate(trainer, evaluate_fn, do_train, do_eval, last_step, *args):
+        job.calls.append(("train_and_evaluate", do_train, do_eval, last_step))
+        evaluate_fn("model.ckpt-7")
+        return {"best_step": 7, "best_value": 0.5, "last_evaluated": 7}
+
+    monkeypatch.setattr(evaluation, "train_and_evaluate", train_and_evaluate)
+    outcome = fine_tuning.train_evaluate_predict(
         job, *training_flags.flow_from_flags(flag_values), strategy=None)
-    assert isinstance(trainer, _FakeTrainer) and summary["best_step"] == 7
-    assert job.calls == [("build_trainer", 9, True, True), ("train_and_evaluate", True, True, 3),
-                         ("predict", 5)]
+    assert isinstance(outcome.trainer, _FakeTrainer) and outcome.summary["best_step"] == 7
+    assert outcome.test_results == {"accuracy": 1.0}  # predict's results come back as a value
+    assert job.calls == [("plan", 9, True, True, True), ("build_trainer", {"records": "r"}),
+                         ("train_and_evaluate", True, True, 9), ("evaluate", "model.ckpt-7", 3),
+                         ("predict", "model.ckpt-best", 5)]
     # The effective config is written beside the checkpoints before training.
     assert AlbertConfig.from_json_file(str(output_dir / "albert_config.json")).hidden_size == 16
 

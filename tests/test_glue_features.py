@@ -8,6 +8,7 @@ import sentencepiece as spm
 
 from albert_tf.text import tokenization
 from albert_tf.glue import features, processors
+from albert_tf.glue import task as glue_task
 from albert_tf.glue.processors import InputExample
 
 
@@ -85,11 +86,17 @@ def test_sentencepiece_ids_match_sentencepiece(spm_model_file):
     assert feature.input_ids[len(expected):] == [0] * (32 - len(expected))
 
 
+def _dataset(path, seq, task, batch_size):
+    """The records' batches as the classifier task reads its dev and test sets."""
+    num_labels = 1 if features.is_regression(task) else 2
+    return glue_task.ClassifierTask(None, task, num_labels, seq).dataset_of(path, batch_size)
+
+
 def _round_trip(tmp_path, task, examples, labels, seq):
     tok = _SpaceTokenizer(WORDS)
     path = str(tmp_path / f"{task}.tf_record")
     assert features.write_records(examples, labels, seq, tok, path, task) == len(examples)
-    batches = list(features.make_dataset(path, seq, task, batch_size=2, is_training=False))
+    batches = list(_dataset(path, seq, task, 2))
     merged = {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}
     expected = [features.convert_single_example(i, e, labels, seq, tok, task) for i, e in enumerate(examples)]
     np.testing.assert_array_equal(merged["input_ids"], [f.input_ids for f in expected])
@@ -160,6 +167,6 @@ def test_get_or_create_reuses_only_an_up_to_date_cache(tmp_path):
     assert again == path and os.stat(path).st_mtime_ns == stamp
     longer, _ = features.get_or_create_records(max_seq_length=16, **args)
     assert longer != path
-    batch = next(iter(features.make_dataset(longer, 16, "sst-2", 2, is_training=False)))
+    batch = next(iter(_dataset(longer, 16, "sst-2", 2)))
     assert batch["input_ids"].shape == (2, 16)
     assert sorted(os.listdir(cache)) == sorted([os.path.basename(path), os.path.basename(longer)])

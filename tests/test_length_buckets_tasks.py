@@ -10,6 +10,7 @@ from albert_tf.glue import run as glue_run
 from albert_tf.glue import task as glue_task
 from albert_tf.race import prepare, reader
 from albert_tf.race import task as race_task
+from albert_tf.training import prediction
 from albert_tf.training.length_buckets import Batching
 from tests import race_fixtures
 from tests.conftest import copy_weights
@@ -57,8 +58,9 @@ def test_glue_bucketed_predictions_equal_padded(tmp_path, config, spm_model_file
             copy_weights(padded_model, model)
         dataset = task.eval_dataset(None, 8)
         lengths = {int(batch["input_ids"].shape[1]) for batch in dataset}
-        arrays = glue_task.predict_arrays(model, dataset, regression=False)
-        results[buckets] = (lengths, arrays, glue_task.evaluate_arrays("sst-2", arrays))
+        state = prediction.aggregate(task, model, dataset)
+        results[buckets] = (lengths, glue_task.concatenated(state),
+                            task.reduce_aggregated_logs(state))
     (padded_lengths, padded, padded_metrics) = results[None]
     (bucket_lengths, bucketed, bucketed_metrics) = results[BUCKETS]
     assert padded_lengths == {SEQ} and min(bucket_lengths) <= 32 and bucket_lengths <= set(BUCKETS)
@@ -87,8 +89,10 @@ def test_race_bucketed_predictions_equal_padded(tmp_path, spm_model_file):
     copy_weights(model, skipping_model)
     shapes = {tuple(batch["input_ids"].shape) for batch in bucketed_task.dataset_of(path, 4)}
     assert all(shape[-1] < seq for shape in shapes), shapes
-    padded = race_task.Predictor(padded_task, model, strategy)(path, batch_size=4)
-    bucketed = race_task.Predictor(bucketed_task, skipping_model, strategy)(path, batch_size=4)
+    padded = race_task.arrays_of(prediction.aggregate(
+        padded_task, model, padded_task.dataset_of(path, 4), strategy))
+    bucketed = race_task.arrays_of(prediction.aggregate(
+        bucketed_task, skipping_model, bucketed_task.dataset_of(path, 4), strategy))
     np.testing.assert_allclose(bucketed["logits"], padded["logits"], atol=1e-5)
     np.testing.assert_array_equal(bucketed["predictions"], padded["predictions"])
     np.testing.assert_array_equal(bucketed["label_ids"], padded["label_ids"])

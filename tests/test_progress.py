@@ -14,6 +14,7 @@ from albert_tf.glue.processors import InputExample
 from albert_tf.squad import features as squad_features
 from albert_tf.squad import reader
 from albert_tf.training import prediction
+from albert_tf.training import task as task_lib
 
 
 class _Messages(logging.Handler):
@@ -92,22 +93,31 @@ def test_squad_conversion_logs_its_progress(tmp_path, spm_model_file, caplog):
                for m in caplog.messages), caplog.messages
 
 
-def test_prediction_logs_batches_and_keeps_the_order(caplog):
+class _Doubling(task_lib.Task):
+    """A task whose model doubles its input: what the whole-set pass hands to aggregate_logs."""
+
+    def build_model(self, strategy):
+        raise NotImplementedError
+
+    def train_dataset(self, input_context, batch_size):
+        raise NotImplementedError
+
+    def call_model(self, model, features, training):
+        return {"double": features["ids"] * 2}
+
+    def eval_step_outputs(self, features, outputs):
+        return outputs
+
+    def aggregate_logs(self, state, step_outputs):
+        return (state or []) + [step_outputs["double"]]
+
+
+def test_the_whole_set_pass_logs_batches_and_keeps_the_order(caplog):
     dataset = tf.data.Dataset.range(10).batch(4).map(lambda ids: {"ids": ids})
-    arrays = prediction.predict(None, lambda batch: {"double": batch["ids"] * 2},
-                                dataset=dataset, what="Scoring dev")
-    np.testing.assert_array_equal(arrays["double"], np.arange(10) * 2)
+    state = prediction.aggregate(_Doubling(), None, dataset, what="Scoring dev")
+    assert [len(batch) for batch in state] == [4, 4, 2]
+    np.testing.assert_array_equal(np.concatenate(state), np.arange(10) * 2)
     assert any(m.startswith("Scoring dev: done, 3 batches in ") for m in caplog.messages)
-
-
-def test_prediction_sorts_by_position_and_drops_padding_rows():
-    def dataset_fn(input_context):
-        del input_context
-        rows = {"position": [2, 0, -1, 1], "value": [20, 0, 99, 10]}
-        return tf.data.Dataset.from_tensor_slices(rows).batch(2)
-    arrays = prediction.predict(None, lambda batch: dict(batch), dataset_fn=dataset_fn,
-                                order_key="position")
-    np.testing.assert_array_equal(arrays["value"], [0, 10, 20])
 
 
 def test_heartbeat_logs_step_and_eta_while_a_long_loop_is_silent(caplog):

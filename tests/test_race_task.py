@@ -10,7 +10,7 @@ from albert_tf.modeling import multiple_choice
 from albert_tf.race import cache, features, metrics, prepare, reader
 from albert_tf.race import run as race_run
 from albert_tf.race import task as race_task
-from albert_tf.training import fine_tuning
+from albert_tf.training import fine_tuning, prediction
 from tests import race_fixtures
 from tests.conftest import brown_config
 
@@ -75,7 +75,8 @@ def test_prediction_matches_direct_model_calls_in_file_order(dev_cache, small_co
     task = race_task.RaceTask(small_config, SEQ)
     strategy = tf.distribute.get_strategy()
     model = task.build_model(strategy)
-    arrays = race_task.Predictor(task, model, strategy)(dev_cache, batch_size=4)
+    arrays = race_task.arrays_of(prediction.aggregate(task, model, task.dataset_of(dev_cache, 4),
+                                                      strategy))
     records = list(cache.dataset(dev_cache, SEQ).batch(18))[0]
     expected = model({k: records[k] for k in race_task.MODEL_INPUTS}, training=False)["logits"]
     np.testing.assert_allclose(arrays["logits"], expected.numpy(), rtol=1e-5, atol=1e-6)

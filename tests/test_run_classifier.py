@@ -30,7 +30,7 @@ from albert_tf.export import classifier as classifier_export
 from albert_tf.glue import features, movie_reviews, processors
 from albert_tf.glue import run as glue_run
 from albert_tf.demo.curves import read_scalars
-from albert_tf.training import fine_tuning, loop
+from albert_tf.training import evaluation, fine_tuning, loop
 from tests.conftest import run_python
 
 SEQ = 64
@@ -273,15 +273,18 @@ def test_stsb_regression_beats_zero_correlation(real_data, spm_model_file, alber
     config = loop.TrainingConfig(output_dir=output_dir, train_batch_size=32, num_train_steps=400,
                                  num_warmup_steps=40, learning_rate=3e-4, save_checkpoints_steps=200,
                                  iterations_per_loop=50)
-    trainer = job.build_trainer(tf.distribute.get_strategy(), config, do_train=True, do_eval=True)
-    summary = job.train_and_evaluate(trainer, True, True, eval_batch_size=64)
+    plan = job.plan(fine_tuning.FlowOptions(output_dir, do_train=True, do_eval=True,
+                                            do_predict=True), config)
+    trainer = job.build_trainer(tf.distribute.get_strategy(), plan)
+    summary = evaluation.train_and_evaluate(trainer, lambda path: job.evaluate(trainer, path, 64),
+                                            True, True, plan.last_step)
     blocks = _eval_blocks(os.path.join(output_dir, "eval_results.txt"))
     assert [b["global_step"] for b in blocks] == [200, 400]
     assert {"pearson", "spearman", "MSE", "eval_loss"} <= set(blocks[-1])
     assert summary["best_value"] == max(b["pearson"] for b in blocks)
     assert summary["best_value"] > 0.3, blocks
 
-    results_path, submit_path = job.predict(trainer, batch_size=64)
+    (results_path, submit_path), _ = job.predict(trainer, job.best_checkpoint(), batch_size=64)
     test_examples = job.processor.get_test_examples(glue_dir)
     scores = np.loadtxt(results_path, delimiter="\t", ndmin=1)
     assert scores.shape == (len(test_examples),)
@@ -324,7 +327,7 @@ def test_warm_start_from_a_run_pretraining_checkpoint(real_data, spm_model_file,
     job.check_init_checkpoint(pretrained_dir, allow_random_init=False, do_train=True)
     config = loop.TrainingConfig(output_dir=str(tmp_path / "out"), train_batch_size=8,
                                  num_train_steps=1, init_checkpoint=pretrained_dir)
-    trainer = job.build_trainer(tf.distribute.get_strategy(), config)
+    trainer = job.build_trainer(tf.distribute.get_strategy(), fine_tuning.RunPlan(config, {}))
     head_before = trainer.model.checkpoint_variables()["output_weights"].numpy()
     trainer.restore_or_initialize()
     pretrained = checkpoints.read_tensors(pretrained_dir)

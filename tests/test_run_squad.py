@@ -352,3 +352,25 @@ def test_unlabelled_predict_file_is_predicted_not_scored(files, tmp_path, versio
     else:
         assert results is None
     assert not os.path.exists(os.path.join(out, "eval_results.txt"))
+
+
+def test_the_job_plans_once_and_keeps_no_state_between_hooks(files, tmp_path):
+    """`plan` computes the records, steps, warm-up and last step in one call and returns them;
+    the job's attributes are the same before and after it (nothing set for a later hook)."""
+    from albert_tf.squad import run as squad_run
+    from albert_tf.training import fine_tuning, loop
+    options = squad_run.SquadRun(version_2_with_negative=True, train_file=files["v2"],
+                                 predict_file=files["v2"], num_train_epochs=4, doc_stride=32,
+                                 max_query_length=16)
+    job = squad_run.SquadJob(options, str(tmp_path), AlbertConfig.from_json_file(files["config"]),
+                             SEQ, files["spm"])
+    before = dict(vars(job))
+    flow = job.flow_options(str(tmp_path), True, True, 16, init_checkpoint="init/model.ckpt-3")
+    plan = job.plan(flow, loop.TrainingConfig(str(tmp_path), train_batch_size=8, num_train_steps=1))
+    assert vars(job) == before
+    assert isinstance(plan, fine_tuning.RunPlan)
+    assert plan.training_config.num_train_steps == plan.last_step == 9 * 4 // 8
+    assert plan.training_config.num_warmup_steps == int(4 * 0.1)
+    assert plan.predict_fallback == "init/model.ckpt-3"
+    assert os.path.exists(plan.task_inputs["train_record_file"])
+    assert plan.task_inputs["scorer"].is_labelled

@@ -99,3 +99,33 @@ def test_squad_and_race_exports_write_warmup_requests_that_replay(tmp_path, spm_
                    for log in logs if _signature(log)[1] == "serving_default"]
         assert lengths == [16, 32, 64]
         assert warmup.replay(serving.ModelRunner(model_dir, "m", 1)) == len(logs) == 4
+
+
+@pytest.mark.parametrize("buckets, lengths", [((32, 64), [32, 64]), (None, [64])])
+def test_squad_and_race_exports_warm_up_at_the_run_s_lengths(tmp_path, tiny_config, buckets,
+                                                             lengths):
+    """`export_from_checkpoint` warms each export at the lengths its run's batches had: the
+    run's buckets, or max_seq_length alone after --length_buckets=off."""
+    import types
+    from albert_tf import checkpoints
+    from albert_tf.export import race as race_export, squad as squad_export
+    from albert_tf.modeling import multiple_choice, squad_heads
+    from albert_tf.squad import run as squad_run
+    batching = length_buckets.Batching.cut(buckets)
+    job = types.SimpleNamespace(
+        albert_config=tiny_config, max_seq_length=64, batching=batching, spm_model_file=None,
+        do_lower_case=True, settings=types.SimpleNamespace(spm_model_file=None),
+        options=squad_run.SquadRun(version_2_with_negative=True, start_n_top=2, end_n_top=2))
+    exports = {}
+    for name, model in (("race", multiple_choice.AlbertMultipleChoice(tiny_config)),
+                        ("squad", squad_heads.build_squad_model(tiny_config, True, 2, 2))):
+        prefix = str(tmp_path / name / "model.ckpt-1")
+        checkpoints.write_checkpoint(prefix, {n: v.numpy() for n, v
+                                              in model.checkpoint_variables().items()})
+        exports[name] = prefix
+    race_dir = race_export.export_from_checkpoint(job, exports["race"], str(tmp_path / "race_x"))
+    squad_dir = squad_export.export_from_checkpoint(job, exports["squad"],
+                                                    str(tmp_path / "squad_x"))["saved_model"]
+    for model_dir in (race_dir, squad_dir):
+        assert [tf.make_ndarray(log.predict_log.request.inputs["input_ids"]).shape[-1]
+                for log in _logs(model_dir)] == lengths

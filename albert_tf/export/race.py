@@ -65,14 +65,16 @@ def serving_archive(model, text_encoder=None):
     return archive
 
 
-def warmup_logs(model, text_encoder=None):
-    """TF Serving warm-up requests: `serving_default` (one question, four options) at every
-    length bucket up to the text encoder's max_seq_length (else max_position_embeddings),
-    `text` once."""
-    max_length = (text_encoder.max_seq_length if text_encoder is not None
-                  else model.config.max_position_embeddings)
+def warmup_logs(model, text_encoder=None, lengths=None):
+    """TF Serving warm-up requests: `serving_default` (one question, four options) at each of
+    `lengths` (the run's: `Batching.lengths`; default: every length bucket up to the text
+    encoder's max_seq_length, else max_position_embeddings), `text` once."""
+    if lengths is None:
+        lengths = length_buckets.default_buckets(
+            text_encoder.max_seq_length if text_encoder is not None
+            else model.config.max_position_embeddings)
     logs = [warmup_requests.predict_log("serving_default", warmup_requests.ids_inputs(
-        [1, reader.NUM_CHOICES, length])) for length in length_buckets.default_buckets(max_length)]
+        [1, reader.NUM_CHOICES, length])) for length in lengths]
     if text_encoder is not None:
         options = warmup_requests.strings(*(f"option {i}" for i in range(reader.NUM_CHOICES)))
         logs.append(warmup_requests.predict_log("text", {
@@ -92,21 +94,25 @@ def load_model(albert_config, checkpoint_path, skip_padding=True):
     return model
 
 
-def export_saved_model(model, export_dir, text_encoder=None):
-    """Writes `<export_dir>/<version>/` atomically; returns that path."""
+def export_saved_model(model, export_dir, text_encoder=None, warmup_lengths=None):
+    """Writes `<export_dir>/<version>/` atomically, warmed at `warmup_lengths` (see
+    `warmup_logs`); returns that path."""
     return versioned.write_archive(serving_archive(model, text_encoder), export_dir,
-                                   warmup_logs=warmup_logs(model, text_encoder))
+                                   warmup_logs=warmup_logs(model, text_encoder, warmup_lengths))
 
 
 def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True):
     """Exports the model of a `race.run.RaceJob` from a fine-tuned checkpoint; with a
     SentencePiece model and `include_text` the SavedModel also has the raw-text signature
-    `text` (the only one that needs tensorflow_text's custom ops)."""
-    model = load_model(job.albert_config, checkpoint_path, job.batching.served().skip_padding)
+    `text` (the only one that needs tensorflow_text's custom ops). Batched and warmed up as
+    the job's run (`Batching.served`: its buckets, or max_seq_length alone)."""
+    batching = job.batching.served()
+    model = load_model(job.albert_config, checkpoint_path, batching.skip_padding)
     text_encoder = None
     if job.settings.spm_model_file and include_text:
         tokenizer = tf_tokenization.InGraphTokenizer(job.settings.spm_model_file,
                                                      job.settings.do_lower_case)
         text_encoder = graph_features.RaceTextEncoder(
             tokenizer, job.max_seq_length, job.settings.max_qa_length)
-    return export_saved_model(model, export_dir, text_encoder)
+    return export_saved_model(model, export_dir, text_encoder,
+                              batching.lengths(job.max_seq_length))

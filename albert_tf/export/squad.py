@@ -83,13 +83,17 @@ class SquadSignatures:
     """The serving functions around one model (see the module docstring)."""
 
     def __init__(self, model, version_2_with_negative, max_seq_length, max_query_length,
-                 doc_stride, max_answer_length, tokenizer=None, null_threshold=None):
+                 doc_stride, max_answer_length, tokenizer=None, null_threshold=None,
+                 batching=None):
+        """`batching`: the run's served `length_buckets.Batching` (default: `auto`), whose
+        lengths the warm-up requests run at."""
         self.model = model
         self.version_2 = version_2_with_negative
         self.max_seq_length, self.max_query_length = max_seq_length, max_query_length
         self.doc_stride, self.max_answer_length = doc_stride, max_answer_length
         self.tokenizer = tokenizer
         self.null_threshold = np.inf if null_threshold is None else float(null_threshold)
+        self.batching = batching or length_buckets.Batching.auto(max_seq_length)
 
     def ids(self, input_ids, input_mask, segment_ids):
         return model_outputs(self.model, self.version_2, input_ids, input_mask, segment_ids)
@@ -199,10 +203,10 @@ class SquadSignatures:
         return result
 
     def warmup_logs(self):
-        """TF Serving warm-up requests: `serving_default` at every length bucket, `answer` once
-        (it always runs max_seq_length windows)."""
+        """TF Serving warm-up requests: `serving_default` at every length the run's batches
+        have (`Batching.lengths`), `answer` once (it always runs max_seq_length windows)."""
         logs = [warmup_requests.predict_log("serving_default", warmup_requests.ids_inputs(
-            [1, length])) for length in length_buckets.default_buckets(self.max_seq_length)]
+            [1, length])) for length in self.batching.lengths(self.max_seq_length)]
         if self.tokenizer is not None:
             logs.append(warmup_requests.predict_log("answer", {
                 "question": warmup_requests.strings("What is warm?"),
@@ -265,16 +269,17 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, null_threshold=None
     `include_text=False` leaves out the raw-text `answer` signature, the only one with
     tensorflow_text's custom ops, so stock TF Serving can load the SavedModel."""
     options = job.options
+    batching = job.batching.served()
     model = load_squad_model(job.albert_config, checkpoint_path, options.version_2_with_negative,
                              options.start_n_top, options.end_n_top, options.use_einsum,
-                             job.batching.served().skip_padding)
+                             batching.skip_padding)
     tokenizer = None
     if job.spm_model_file and include_text:
         tokenizer = tf_tokenization.InGraphTokenizer(job.spm_model_file, job.do_lower_case)
     signatures = SquadSignatures(model, options.version_2_with_negative,
                                  job.max_seq_length, options.max_query_length,
                                  options.doc_stride, options.max_answer_length, tokenizer,
-                                 null_threshold)
+                                 null_threshold, batching)
     saved_model = write_saved_model(signatures, export_dir)
     tflite = write_tflite(model, options.version_2_with_negative, job.max_seq_length,
                           os.path.join(export_dir, TFLITE_NAME), options.start_n_top,

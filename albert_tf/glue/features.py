@@ -126,21 +126,6 @@ def parse_records(serialized, seq_length, regression):
             for name, value in parsed.items()}
 
 
-def make_dataset(input_file, seq_length, task_name, batch_size, is_training,
-                 drop_remainder=None, shuffle_buffer=100, seed=None):
-    """Batches of parsed features; training repeats and shuffles (buffer 100, as the original)."""
-    regression = is_regression(task_name)
-    dataset = tf.data.TFRecordDataset(input_file)
-    if is_training:
-        dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
-    if drop_remainder is None:
-        drop_remainder = is_training
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.map(lambda records: parse_records(records, seq_length, regression),
-                          num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.prefetch(tf.data.AUTOTUNE)
-
-
 def get_or_create_records(processor, data_dir, split, task_name, max_seq_length, tokenizer,
                           cached_dir, vocab_file, do_lower_case, use_spm):
     """The cached records of one split, written first if no up-to-date cache exists.

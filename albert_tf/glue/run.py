@@ -22,7 +22,7 @@ from albert_tf import errors
 from albert_tf.files import io_utils
 from albert_tf.glue import features, processors
 from albert_tf.glue import task as glue_task
-from albert_tf.training import fine_tuning, loop
+from albert_tf.training import fine_tuning
 from albert_tf.training import length_buckets as length_buckets_lib
 
 
@@ -56,37 +56,34 @@ class ClassifierJob(fine_tuning.FineTuningJob):
             self.tokenizer, self.cached_dir, self.spm_model_file or self.vocab_file,
             self.do_lower_case, bool(self.spm_model_file))
 
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
-        """A `loop.Trainer` with the classifier task; writes the records the run needs."""
-        train_file = eval_file = None
-        if do_train:
-            train_file, examples = self.records("train")
-            logging.info("Training on %d examples, batch %d, %d steps", len(examples),
-                         training_config.train_batch_size, training_config.num_train_steps)
-        if do_eval:
-            eval_file, examples = self.records("dev")
-            logging.info("Evaluating on %d examples", len(examples))
-        task = glue_task.ClassifierTask(self.albert_config, self.task_name, self.num_labels,
-                                        self.max_seq_length, train_file, eval_file,
-                                        batching=self.batching)
-        return loop.Trainer(task, strategy, training_config)
+    def write_records(self, do_train, do_eval, do_predict):
+        """The cached records of the splits the run reads, written if missing."""
+        inputs = {}
+        for split, key, wanted in (("train", "train_file", do_train), ("dev", "eval_file", do_eval),
+                                   ("test", "predict_file", do_predict)):
+            if wanted:
+                inputs[key], examples = self.records(split)
+                logging.info("%s: %d examples", split, len(examples))
+        return inputs
 
-    def predict(self, trainer, batch_size):
+    def build_task(self, task_inputs):
+        return glue_task.ClassifierTask(self.albert_config, self.task_name, self.num_labels,
+                                        self.max_seq_length, batching=self.batching,
+                                        **task_inputs)
+
+    def predict(self, trainer, checkpoint, batch_size):
         """test_results.tsv (probabilities) and submit_results.tsv (index, label) from
-        model.ckpt-best; returns the two paths."""
-        checkpoint = self.best_checkpoint()
-        trainer.checkpoints.restore_model(checkpoint)
+        `checkpoint`; returns the two paths (the test set has no labels to score)."""
         predict_file, examples = self.records("test")
-        dataset = self.batching.trim(
-            features.make_dataset(predict_file, self.max_seq_length, self.task_name, batch_size,
-                                  is_training=False), self.max_seq_length)
-        arrays = glue_task.concatenated(
-            trainer.aggregate(dataset, what=f"Predicting {predict_file}"))
+        _, state = self.run_whole_set(trainer, checkpoint,
+                                      trainer.task.predict_dataset(None, batch_size),
+                                      f"Predicting {predict_file}")
+        arrays = glue_task.concatenated(state)
         if len(arrays["predictions"]) != len(examples):
             raise RuntimeError(f"{predict_file}: {len(arrays['predictions'])} predictions for "
                                f"{len(examples)} examples; delete the stale cache file")
         logging.info("Predicted %d test examples with %s", len(examples), checkpoint)
-        return self.write_predictions(examples, arrays["probabilities"], arrays["predictions"])
+        return self.write_predictions(examples, arrays["probabilities"], arrays["predictions"]), None
 
     def write_predictions(self, examples, probabilities, predictions):
         results_path = os.path.join(self.output_dir, "test_results.tsv")

@@ -1,4 +1,4 @@
-"""The GLUE classifier as a `training.task.Task`, and whole-set prediction for eval and predict.
+"""The GLUE classifier as a `training.task.Task`: one head, its loss, its whole-set metrics.
 
 Model: `AlbertClassifier` (dropout 0.1 on the pooled output, `output_weights` [num_labels, H],
 `output_bias` at the root scope). Loss, as `classifier_utils.create_model`: softmax cross-entropy
@@ -6,9 +6,10 @@ for classification; for sts-b the logits are squeezed to [B] and the loss is the
 Predictions are the argmax (the logit for sts-b); probabilities are the softmax (the raw [B, 1]
 logits for sts-b, as the original).
 
-Evaluation collects every prediction of the dev set (`aggregate_logs`) and computes the metrics
-in numpy (`reduce_aggregated_logs`, `metrics.glue_metrics`): exact rather than streaming, and
-Spearman needs every prediction at once.
+Evaluation and prediction collect every prediction of the set (`aggregate_logs`, run by
+`training.prediction.aggregate`); evaluation computes the metrics in numpy
+(`reduce_aggregated_logs`, `metrics.glue_metrics`): exact rather than streaming, and Spearman
+needs every prediction at once.
 """
 
 import keras
@@ -18,7 +19,6 @@ import tensorflow as tf
 from albert_tf.glue import features, metrics
 from albert_tf.modeling import classifier
 from albert_tf.training import length_buckets as length_buckets_lib
-from albert_tf.training import prediction
 from albert_tf.training import task as task_lib
 
 CLASSIFIER_DROPOUT = 0.1  # hard-coded in the original (keep_prob 0.9)
@@ -47,7 +47,8 @@ class ClassifierTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, task_name, num_labels, max_seq_length, train_file=None,
-                 eval_file=None, shuffle_buffer=100, batching=length_buckets_lib.PADDED):
+                 eval_file=None, shuffle_buffer=100, batching=length_buckets_lib.PADDED,
+                 predict_file=None):
         """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
         self.albert_config = albert_config
         self.task_name = task_name.lower()
@@ -55,6 +56,7 @@ class ClassifierTask(task_lib.Task):
         self.max_seq_length = max_seq_length
         self.train_file = train_file
         self.eval_file = eval_file
+        self.predict_file = predict_file
         self.shuffle_buffer = shuffle_buffer
         self.batching = batching
         self.regression = features.is_regression(self.task_name)
@@ -84,7 +86,16 @@ class ClassifierTask(task_lib.Task):
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
             raise ValueError("ClassifierTask has no eval_file")
-        dataset = self._parsed(self._records(self.eval_file, input_context), batch_size, False)
+        return self.dataset_of(self.eval_file, batch_size, input_context)
+
+    def predict_dataset(self, input_context, batch_size):
+        if not self.predict_file:
+            raise ValueError("ClassifierTask has no predict_file")
+        return self.dataset_of(self.predict_file, batch_size, input_context)
+
+    def dataset_of(self, path, batch_size, input_context=None):
+        """Batches of every record of `path`, in order, cut to the run's buckets."""
+        dataset = self._parsed(self._records(path, input_context), batch_size, False)
         return self.batching.trim(dataset, self.max_seq_length).prefetch(tf.data.AUTOTUNE)
 
     def per_example_loss(self, features_, outputs):
@@ -130,19 +141,7 @@ def concatenated(state):
     return {name: np.concatenate([batch[name] for batch in state]) for name in state[0]}
 
 
-def predict_arrays(model, dataset, regression, strategy=None, what="Predicting"):
-    """Runs `model` over a finite dataset of global batches, in order.
-
-    Returns numpy `logits`, `probabilities`, `predictions`, `label_ids`, `is_real_example` and
-    `per_example_loss`. Each batch is split over the strategy's replicas and gathered back.
-    """
-    def replica_step(batch):
-        return step_outputs(model(batch, training=False)["logits"], batch, regression)
-
-    return prediction.predict(strategy, replica_step, dataset=dataset, what=what)
-
-
 def evaluate_arrays(task_name, arrays):
-    """The GLUE metrics of `predict_arrays` output (original names + f1 / spearman)."""
+    """The GLUE metrics of `concatenated` arrays (original names + f1 / spearman)."""
     return metrics.glue_metrics(task_name, arrays["label_ids"], arrays["predictions"],
                                 arrays["per_example_loss"], arrays["is_real_example"])

@@ -4,7 +4,10 @@ q/k/v kernels are stored [H, N·D] and the output kernel [N·D, H] (checkpoint s
 einsum path views them as [H,N,D] / [N,D,H] ("BFH,HND->BFND", "BFND,NDH->BFH"), the matmul path
 reshapes activations instead, so its graph has no Einsum op. Keys are masked by adding
 (1 − mask)·−10000 to the float32 logits; the softmax runs in float32. Given a `packing.Packing`,
-inputs and outputs are the batch's real tokens [N, H] (see `packing`), always on the matmul path.
+inputs and outputs are the batch's real tokens [N, H] (see `packing`), projected by the same
+MatMul rows as the padded matmul path (`_rows`). Both paths are kept on purpose: Einsum is the
+original's graph (and `--use_einsum`'s exports), MatMul the fast one on CPUs (0.83× Hugging
+Face's time against Einsum's 1.23×, bench/RESULTS.md) and the one TFLite converts.
 """
 
 import collections
@@ -49,18 +52,23 @@ class SelfAttention(keras.layers.Layer):
         self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.built = True  # every variable exists already
 
+    def _rows(self, rows, kernel, bias):
+        """Token rows ([B·S, H], or packed [N, H]) through a stored 2-D kernel: the one MatMul
+        projection of the padded and the packed path."""
+        return tf.nn.bias_add(tf.matmul(tf.reshape(rows, (-1, self.hidden_size)), kernel), bias)
+
     def _heads(self, inputs, kernel, bias, packing):
         """[B,S,H] (or packed [N,H]) → [B,S,N,D]."""
         heads = (self.num_heads, self.head_size)
-        if packing is not None:
-            projected = packing.unpack(tf.nn.bias_add(tf.matmul(inputs, kernel), bias))
-            return tf.reshape(projected, (packing.batch_size, packing.length, *heads))
-        if self.use_einsum:
+        if self.use_einsum and packing is None:
             return (tf.einsum("BFH,HND->BFND", inputs, tf.reshape(kernel, (self.hidden_size, *heads)))
                     + tf.reshape(bias, heads))
-        batch_size, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
-        flat = tf.nn.bias_add(tf.matmul(tf.reshape(inputs, (-1, self.hidden_size)), kernel), bias)
-        return tf.reshape(flat, (batch_size, length, *heads))
+        projected = self._rows(inputs, kernel, bias)
+        if packing is None:
+            batch_size, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
+        else:
+            projected, batch_size, length = packing.unpack(projected), packing.batch_size, packing.length
+        return tf.reshape(projected, (batch_size, length, *heads))
 
     def _attend(self, query, key, value, adder, training):
         """[B,S,N,D] ×3 → context [B,S,N,D]; logits and softmax in float32."""
@@ -82,10 +90,10 @@ class SelfAttention(keras.layers.Layer):
             return tf.einsum("BFND,NDH->BFH", context, kernel) + self.output_bias
         rows = tf.reshape(context, (-1, self.hidden_size))
         if packing is not None:
-            return tf.nn.bias_add(tf.matmul(packing.pack(rows), self.output_kernel), self.output_bias)
-        flat = tf.nn.bias_add(tf.matmul(rows, self.output_kernel), self.output_bias)
+            return self._rows(packing.pack(rows), self.output_kernel, self.output_bias)
         batch_size, length = tf.shape(context)[0], tf.shape(context)[1]
-        return tf.reshape(flat, (batch_size, length, self.hidden_size))
+        return tf.reshape(self._rows(rows, self.output_kernel, self.output_bias),
+                          (batch_size, length, self.hidden_size))
 
     def call(self, inputs, input_mask, training=False, packing=None):
         adder = attention_adder(input_mask)

@@ -27,7 +27,7 @@ from albert_tf import errors
 from albert_tf.files import io_utils
 from albert_tf.race import features, prepare, reader
 from albert_tf.race import task as race_task
-from albert_tf.training import evaluation, fine_tuning, loop
+from albert_tf.training import evaluation, fine_tuning
 from albert_tf.training import length_buckets as length_buckets_lib
 
 PREDICT_RESULTS = "predict_results.txt"
@@ -60,23 +60,23 @@ class RaceJob(fine_tuning.FineTuningJob):
         """The feature cache of `split` (train, dev or test), written if missing."""
         return prepare.prepare_split(self.settings, split, self.requested[split], self.tokenizer)
 
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
-        """A `loop.Trainer` with the RACE task; writes the caches the run needs."""
-        task = race_task.RaceTask(
-            self.albert_config, self.max_seq_length, self.levels, self.dropout_prob,
-            batching=self.batching,
-            train_file=self.cache("train") if do_train else None,
-            eval_file=self.cache("dev") if do_eval else None)
-        return loop.Trainer(task, strategy, training_config)
+    def write_records(self, do_train, do_eval, do_predict):
+        """The feature caches of the splits the run reads, written if missing."""
+        return {"train_file": self.cache("train") if do_train else None,
+                "eval_file": self.cache("dev") if do_eval else None,
+                "predict_file": self.cache("test") if do_predict else None}
 
-    def predict(self, trainer, batch_size):
-        """Scores the test split with model.ckpt-best; returns the two files written."""
-        checkpoint = self.best_checkpoint()
-        test_file = self.cache("test")
-        step = trainer.checkpoints.restore_model(checkpoint)
-        state = trainer.aggregate(trainer.task.dataset_of(test_file, batch_size, with_index=True),
-                                  what=f"Scoring {test_file}")
-        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
+    def build_task(self, task_inputs):
+        return race_task.RaceTask(self.albert_config, self.max_seq_length, self.levels,
+                                  self.dropout_prob, batching=self.batching, **task_inputs)
+
+    def predict(self, trainer, checkpoint, batch_size):
+        """Scores the test split with `checkpoint`; returns the two files written and the
+        results."""
+        test_file = trainer.task.predict_file
+        results, state = self.score(trainer, checkpoint,
+                                    trainer.task.predict_dataset(None, batch_size),
+                                    f"Scoring {test_file}")
         arrays = race_task.arrays_of(state)
         ids = race_task.question_ids(test_file)
         if len(ids) != len(arrays["label_ids"]):
@@ -84,16 +84,15 @@ class RaceJob(fine_tuning.FineTuningJob):
                                f"{len(ids)} records")
         best_value = evaluation.CheckpointEvaluator(
             self.output_dir, None, "eval_accuracy").best_value
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        lines.append(f"checkpoint = {checkpoint}")
+        notes = [f"checkpoint = {checkpoint}"]
         if best_value is not None:
-            lines.append(f"best_dev_eval_accuracy = {best_value}")
+            notes.append(f"best_dev_eval_accuracy = {best_value}")
         results_path = os.path.join(self.output_dir, PREDICT_RESULTS)
-        io_utils.atomic_write_text(results_path, "\n".join(lines) + "\n")
+        lines = evaluation.write_results(results_path, results, notes)
         predictions_path = os.path.join(self.output_dir, TEST_PREDICTIONS)
         io_utils.atomic_write_text(predictions_path, prediction_lines(ids, arrays))
         logging.info("Test (%s): %s", checkpoint, ", ".join(lines))
-        return results_path, predictions_path
+        return (results_path, predictions_path), results
 
 
 def prediction_lines(ids, arrays):

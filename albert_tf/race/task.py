@@ -3,9 +3,9 @@
 Evaluation batches are padded with `is_real_example = 0` records to whole batches on every
 replica (static shapes, as a TPU needs; the original padded on TPU only); the loss and the
 accuracy weight examples by `is_real_example`, so padding never counts. Evaluation and
-prediction collect every question's logits (`aggregate_logs`), drop the padding, put the rows in
-record order (`arrays_of`) and compute the metrics (`reduce_aggregated_logs`,
-`metrics.race_metrics`); `Predictor` does the same for a cache file read per input pipeline.
+prediction collect every question's logits (`aggregate_logs`, run by
+`training.prediction.aggregate`), drop the padding, put the rows in record order (`arrays_of`)
+and compute the metrics (`reduce_aggregated_logs`, `metrics.race_metrics`).
 """
 
 import keras
@@ -15,7 +15,6 @@ import tensorflow as tf
 from albert_tf.modeling import multiple_choice
 from albert_tf.race import cache, metrics as race_metrics, reader
 from albert_tf.training import length_buckets as length_buckets_lib
-from albert_tf.training import prediction
 from albert_tf.training import task as task_lib
 
 TRAIN_SHUFFLE_BUFFER = 1000  # serialized records; the original shuffled 100 parsed ones
@@ -60,7 +59,8 @@ class RaceTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
-                 train_file=None, eval_file=None, batching=length_buckets_lib.PADDED):
+                 train_file=None, eval_file=None, batching=length_buckets_lib.PADDED,
+                 predict_file=None):
         """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
         self.albert_config = albert_config
         self.max_seq_length = max_seq_length
@@ -68,6 +68,7 @@ class RaceTask(task_lib.Task):
         self.dropout_prob = dropout_prob
         self.train_file = train_file
         self.eval_file = eval_file
+        self.predict_file = predict_file
         self.batching = batching
 
     def build_model(self, strategy):
@@ -97,16 +98,20 @@ class RaceTask(task_lib.Task):
     def eval_dataset(self, input_context, batch_size):
         if not self.eval_file:
             raise ValueError("RaceTask has no eval_file")
-        return self.dataset_of(self.eval_file, batch_size, input_context, with_index=True)
+        return self.dataset_of(self.eval_file, batch_size, input_context)
 
-    def dataset_of(self, path, batch_size, input_context=None, with_index=False):
-        """Padded evaluation batches of any cache file; `with_index` adds `record_index` (the
-        record's position in the file, -1 for padding)."""
-        records = self._records(path, input_context, with_index).map(
-            (lambda index, record: self._parse(record, index)) if with_index else self._parse,
-            num_parallel_calls=tf.data.AUTOTUNE)
+    def predict_dataset(self, input_context, batch_size):
+        if not self.predict_file:
+            raise ValueError("RaceTask has no predict_file")
+        return self.dataset_of(self.predict_file, batch_size, input_context)
+
+    def dataset_of(self, path, batch_size, input_context=None):
+        """Padded evaluation batches of any cache file, with `record_index` (the record's
+        position in the file, -1 for padding) to put the whole set back in record order."""
+        records = self._records(path, input_context, with_index=True).map(
+            lambda index, record: self._parse(record, index), num_parallel_calls=tf.data.AUTOTUNE)
         batches = padded_batches(
-            records, _padding_record(self.max_seq_length, with_index), batch_size,
+            records, _padding_record(self.max_seq_length, with_index=True), batch_size,
             _replicas_per_pipeline(input_context))
         return self._trimmed(batches).prefetch(tf.data.AUTOTUNE)
 
@@ -135,7 +140,7 @@ class RaceTask(task_lib.Task):
             sample_weight=tf.cast(features["is_real_example"], tf.float32))
 
     def eval_step_outputs(self, features, outputs):
-        """Needs `record_index` (`dataset_of(..., with_index=True)`)."""
+        """Needs `record_index` (`dataset_of`)."""
         return {"logits": tf.cast(outputs["logits"], tf.float32),
                 "record_index": features["record_index"], "label_ids": features["label_ids"],
                 "level_ids": features["level_ids"]}
@@ -154,22 +159,19 @@ class RaceTask(task_lib.Task):
 def arrays_of(state):
     """The aggregated batches as arrays in record order, padding dropped, with
     `probabilities` [N, 4] and `predictions` [N] added."""
-    arrays = {name: np.concatenate([batch[name] for batch in state]) for name in state[0]}
-    return with_predictions(_in_record_order(arrays))
+    arrays = _in_record_order({name: np.concatenate([batch[name] for batch in state])
+                               for name in state[0]})
+    logits = arrays["logits"]
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)
+    arrays["predictions"] = logits.argmax(axis=-1)
+    return arrays
 
 
 def _in_record_order(arrays):
     real = arrays["record_index"] >= 0
     order = np.argsort(arrays["record_index"][real], kind="stable")
     return {name: value[real][order] for name, value in arrays.items()}
-
-
-def with_predictions(arrays):
-    logits = arrays["logits"]
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    arrays["probabilities"] = shifted / shifted.sum(axis=-1, keepdims=True)
-    arrays["predictions"] = logits.argmax(axis=-1)
-    return arrays
 
 
 def question_ids(path):
@@ -179,25 +181,3 @@ def question_ids(path):
     dataset = tf.data.TFRecordDataset(path).map(lambda r: tf.io.parse_single_example(r, spec))
     return [(record["example_id"].decode("utf-8"), int(record["question_index"]))
             for record in dataset.as_numpy_iterator()]
-
-
-class Predictor:
-    """Scores whole cache files under a strategy (one traced step, reused for every file)."""
-
-    def __init__(self, task, model, strategy):
-        self.task, self.model, self.strategy = task, model, strategy
-
-    def _replica_fn(self, batch):
-        return self.task.eval_step_outputs(
-            batch, self.task.call_model(self.model, batch, training=False))
-
-    def __call__(self, path, batch_size):
-        """Numpy arrays in record order: `logits`, `probabilities` [N, 4], `predictions`,
-        `label_ids`, `level_ids` [N]."""
-        def dataset_fn(input_context):
-            per_replica = input_context.get_per_replica_batch_size(batch_size)
-            return self.task.dataset_of(path, per_replica, input_context, with_index=True)
-
-        return with_predictions(prediction.predict(
-            self.strategy, self._replica_fn, dataset_fn=dataset_fn, order_key="record_index",
-            what=f"Scoring {path}"))

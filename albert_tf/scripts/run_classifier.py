@@ -79,8 +79,8 @@ def run(flag_values):
         vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
         cached_dir=flag_values.cached_dir,
         batching=training_flags.batching_from_flags(flag_values, strategy))
-    _, summary = fine_tuning.train_evaluate_predict(
-        job, *training_flags.flow_from_flags(flag_values), strategy)
+    summary = fine_tuning.train_evaluate_predict(
+        job, *training_flags.flow_from_flags(flag_values), strategy).summary
     if flag_values.export_dir:
         threshold = flag_values.threshold_to_export
         path = classifier_export.export_from_checkpoint(

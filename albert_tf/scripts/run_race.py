@@ -81,8 +81,8 @@ def run(flag_values):
         dropout_prob=flag_values.dropout_prob, train_file=flag_values.train_file,
         eval_file=flag_values.eval_file, predict_file=flag_values.predict_file,
         batching=training_flags.batching_from_flags(flag_values, strategy))
-    _, summary = fine_tuning.train_evaluate_predict(
-        job, *training_flags.flow_from_flags(flag_values), strategy)
+    summary = fine_tuning.train_evaluate_predict(
+        job, *training_flags.flow_from_flags(flag_values), strategy).summary
     if flag_values.export_dir:
         checkpoint = job.best_checkpoint()
         path = race_export.export_from_checkpoint(job, checkpoint, flag_values.export_dir,

@@ -97,26 +97,28 @@ def run(flag_values):
         flag_values.spm_model_file, flag_values.do_lower_case,
         training_flags.batching_from_flags(flag_values, strategy,
                                            squad_run.keep_padding(options)),
-        flag_values.predict_batch_size, init_checkpoint,
         config_source=flag_values.albert_config_file)
+    results = None
     if flag_values.do_train or flag_values.do_predict:
         flow = job.flow_options(
             flag_values.output_dir, flag_values.do_train, flag_values.do_predict,
-            init_checkpoint=init_checkpoint, allow_random_init=flag_values.allow_random_init,
+            flag_values.predict_batch_size, init_checkpoint=init_checkpoint,
+            allow_random_init=flag_values.allow_random_init,
             eval_timeout_secs=flag_values.eval_timeout_secs)
-        fine_tuning.train_evaluate_predict(job, flow, training_flags.training_config_from_flags(
-            flag_values, num_train_steps=1, num_warmup_steps=0,
-            init_checkpoint=init_checkpoint), strategy)
+        results = fine_tuning.train_evaluate_predict(
+            job, flow, training_flags.training_config_from_flags(
+                flag_values, num_train_steps=1, num_warmup_steps=0,
+                init_checkpoint=init_checkpoint), strategy).test_results
     if flag_values.export_dir:
         from albert_tf.export import squad as squad_export
         threshold = options.null_score_diff_threshold
-        if threshold is None and job.results:
-            threshold = job.results.get("null_score_diff_threshold")
+        if threshold is None and results:
+            threshold = results.get("null_score_diff_threshold")
         paths = squad_export.export_from_checkpoint(
             job, job.best_checkpoint(fallback=init_checkpoint), flag_values.export_dir,
             threshold, include_text=flag_values.export_raw_text)
         logging.info("Exported %s", paths)
-    return job.results
+    return results
 
 
 def entry():

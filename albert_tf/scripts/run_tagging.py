@@ -47,7 +47,7 @@ def run(flag_values):
         do_lower_case=flag_values.do_lower_case,
         batching=training_flags.batching_from_flags(flag_values, strategy))
     return fine_tuning.train_evaluate_predict(
-        job, *training_flags.flow_from_flags(flag_values), strategy)[1]
+        job, *training_flags.flow_from_flags(flag_values), strategy).summary
 
 
 def entry():

@@ -1,4 +1,7 @@
-"""Scores a SQuAD model on a predict set: run the model, post-process, write files, score.
+"""Post-processes and scores a SQuAD model's raw outputs on a predict set, writing its files.
+
+The model runs in the one whole-set pass (`training.prediction.aggregate`, with
+`squad.task.SquadTask` collecting the raw outputs); this module turns them into answers.
 
 v1: the official v1.1 `exact_match` and `f1`.
 
@@ -16,58 +19,32 @@ v2.0 logic: `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*`.
 """
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
-from albert_tf.squad import metrics, postprocess, records
-from albert_tf.training import length_buckets as length_buckets_lib
-from albert_tf.training import prediction
+from albert_tf.squad import metrics, postprocess
 
-MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "p_mask")
 RAW_OUTPUTS = ("start_logits", "end_logits", "start_top_log_probs", "start_top_index",
                "end_top_log_probs", "end_top_index", "cls_logits")
 TUNED_ON_PREDICT_SET = "predict_file (tuned on the evaluated set, not held out)"
 
 
-def step_outputs(model, batch):
-    """One batch's raw outputs (float32) and `unique_ids`: what post-processing reads."""
-    outputs = model({k: batch[k] for k in MODEL_INPUTS}, training=False)
-    outputs = {k: tf.cast(v, tf.float32) if v.dtype.is_floating else v
-               for k, v in outputs.items() if k in RAW_OUTPUTS}
-    return dict(outputs, unique_ids=batch["unique_ids"])
-
-
 class SquadEvaluator:
-    """`evaluate(model, output_dir)` → results dict; writes the prediction files. `score` does
-    the same from raw results collected elsewhere (`squad.task.SquadTask`'s aggregated logs)."""
+    """`score(raw_results, output_dir)` → the official results of a labelled predict set,
+    `predict_unlabelled(raw_results, output_dir)` the predictions of one without answers; both
+    write the prediction files. `raw_results(predict set)` → its RawResults (`raw_results_of`
+    the raw outputs `squad.task.SquadTask` aggregated)."""
 
-    def __init__(self, predict_set, version_2_with_negative, max_seq_length, batch_size,
-                 n_best_size=20, max_answer_length=30, start_n_top=5, end_n_top=5,
-                 threshold_set=None, fixed_threshold=None, strategy=None,
-                 batching=length_buckets_lib.PADDED):
-        """`strategy`: the model's (each batch is split over its replicas); `batching`: the
-        run's `training.length_buckets.Batching`."""
+    def __init__(self, predict_set, version_2_with_negative, n_best_size=20,
+                 max_answer_length=30, start_n_top=5, end_n_top=5, threshold_set=None,
+                 fixed_threshold=None):
         self.predict_set, self.threshold_set = predict_set, threshold_set
         self.version_2 = version_2_with_negative
-        self.max_seq_length, self.batch_size = max_seq_length, batch_size
         self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.fixed_threshold = fixed_threshold
-        self.strategy = strategy
-        self.batching = batching
-
-    def raw_results(self, model, predict_set):
-        """RawResultV1/V2 for every window of `predict_set`, in record order."""
-        dataset = self.batching.trim(
-            records.tfrecord_dataset(predict_set.record_file, self.max_seq_length,
-                                     False).batch(self.batch_size), self.max_seq_length)
-        outputs = prediction.predict(self.strategy, lambda batch: step_outputs(model, batch),
-                                     dataset=dataset,
-                                     what=f"Predicting {predict_set.input_file}")
-        return self.raw_results_of(outputs)
 
     def raw_results_of(self, outputs):
-        """RawResultV1/V2 of each row of `step_outputs` arrays."""
+        """RawResultV1/V2 of each row of raw output arrays (`RAW_OUTPUTS`, `unique_ids`)."""
         results = []
         for i, unique_id in enumerate(outputs["unique_ids"]):
             if self.version_2:
@@ -91,13 +68,10 @@ class SquadEvaluator:
         the original wrote its predictions and scored nothing)."""
         return has_answers(self.predict_set.dataset)
 
-    def predict_unlabelled(self, model, output_dir):
+    def predict_unlabelled(self, raw_results, output_dir):
         """Writes the prediction files of an unlabelled predict set; returns its threshold
         (v2) or None. v2 takes --null_score_diff_threshold, else the best threshold on
         --threshold_predict_file, else 0.0 (the original's default)."""
-        def raw_results(predict_set):
-            return self.raw_results(model, predict_set)
-
         if not self.version_2:
             self._write_v1(raw_results, output_dir)
             return None
@@ -111,9 +85,6 @@ class SquadEvaluator:
                             "using 0.0", self.predict_set.input_file)
         self._write_v2(output_dir, best_texts, nbest, null_odds, threshold)
         return threshold
-
-    def evaluate(self, model, output_dir):
-        return self.score(lambda predict_set: self.raw_results(model, predict_set), output_dir)
 
     def score(self, raw_results, output_dir):
         """The official scores of the predict set, from `raw_results(predict set)` → its

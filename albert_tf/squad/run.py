@@ -3,10 +3,12 @@
     job = SquadJob(SquadRun(version_2_with_negative=True, train_file=..., predict_file=...),
                    output_dir, albert_config, max_seq_length=384, spm_model_file=...,
                    batching=batching)
-    fine_tuning.train_evaluate_predict(job, job.flow_options(...), training_config, strategy)
+    outcome = fine_tuning.train_evaluate_predict(job, job.flow_options(...), training_config,
+                                                 strategy)
+    outcome.test_results  # the scores, or the v2 threshold of an unlabelled predict file
 
-What differs from GLUE is hooks, not a flow: the step counts follow from the train file and
---num_train_epochs (`training_config`); the predict file is the evaluation set when it has
+What differs from GLUE is the job's plan, not a flow: the step counts follow from the train
+file and --num_train_epochs (`SquadJob.plan`); the predict file is the evaluation set when it has
 answers (every checkpoint scored with the official scoring as it is written, `squad.task`),
 else it is only predicted; v2 chooses its no-answer threshold (`squad.prediction`).
 
@@ -29,10 +31,9 @@ import os
 from absl import logging
 
 from albert_tf import checkpoints, errors
-from albert_tf.files import io_utils
 from albert_tf.squad import data, prediction, reader
 from albert_tf.squad import task as squad_task
-from albert_tf.training import evaluation, fine_tuning, length_buckets, loop
+from albert_tf.training import evaluation, fine_tuning, length_buckets
 
 
 @dataclasses.dataclass
@@ -102,27 +103,22 @@ class SquadJob(fine_tuning.FineTuningJob):
     """SQuAD's data, tokenizer and model settings; see the module docstring."""
 
     dev_set_name = "predict file"
+    eval_poll_seconds = 1.0
 
     def __init__(self, options, output_dir, albert_config, max_seq_length, spm_model_file,
-                 do_lower_case=True, batching=length_buckets.PADDED, predict_batch_size=8,
-                 init_checkpoint=None, config_source="--albert_config_file"):
-        """`options`: a `SquadRun`; `init_checkpoint`: what an empty `output_dir` predicts
-        with (a fine-tuned SQuAD checkpoint)."""
+                 do_lower_case=True, batching=length_buckets.PADDED,
+                 config_source="--albert_config_file"):
+        """`options`: a `SquadRun`."""
         super().__init__(output_dir, albert_config, max_seq_length, spm_model_file, None,
                          do_lower_case, batching, config_source)
         self.options = options
-        self.predict_batch_size = predict_batch_size
-        self.init_checkpoint = init_checkpoint
         self.feature_options = data.FeatureOptions(max_seq_length, options.doc_stride,
                                                    options.max_query_length, do_lower_case)
-        self.train_records = None
-        self.total_steps = None  # from --train_file; None without one
-        self._scorer = None
-        self.results = None  # the best checkpoint's scores (or the threshold) once predicted
 
-    def flow_options(self, output_dir, do_train, do_predict, **shared):
+    def flow_options(self, output_dir, do_train, do_predict, predict_batch_size=8, **shared):
         """The flow's `FlowOptions`: SQuAD's --do_predict evaluates every checkpoint on a
-        predict file with answers, and in any case predicts it with the best checkpoint."""
+        predict file with answers (in batches of --predict_batch_size), and in any case
+        predicts it with the best checkpoint."""
         self.options.validate(self.max_seq_length, do_train, do_predict)
         reader.check_version(self.options.train_file, "--train_file",
                              self.options.version_2_with_negative, training=True)
@@ -132,104 +128,95 @@ class SquadJob(fine_tuning.FineTuningJob):
         labelled = do_predict and prediction.has_answers(
             reader.load_squad_json(self.options.predict_file))
         return fine_tuning.FlowOptions(output_dir, do_train=do_train, do_eval=labelled,
-                                       do_predict=do_predict,
-                                       eval_batch_size=self.predict_batch_size,
-                                       predict_batch_size=self.predict_batch_size, **shared)
+                                       do_predict=do_predict, eval_batch_size=predict_batch_size,
+                                       predict_batch_size=predict_batch_size, **shared)
 
     def scorer(self):
-        """The `prediction.SquadEvaluator` of --predict_file (features prepared once)."""
-        if self._scorer is None:
-            options = self.options
-
-            def prepare(input_file, name, record_flag=None, side_flag=None):
-                return data.prepare_predict_set(
-                    input_file, self.tokenizer, self.spm_model_file, self.feature_options,
-                    self.output_dir, name, record_flag, side_flag)
-
-            predict_set = prepare(options.predict_file, "eval", options.predict_feature_file,
-                                  options.predict_feature_left_file)
-            threshold_set = (prepare(options.threshold_predict_file, "threshold")
-                             if options.threshold_predict_file else None)
-            self._scorer = prediction.SquadEvaluator(
-                predict_set, options.version_2_with_negative, self.max_seq_length,
-                self.predict_batch_size, options.n_best_size, options.max_answer_length,
-                options.start_n_top, options.end_n_top, threshold_set,
-                options.null_score_diff_threshold, batching=self.batching)
-        return self._scorer
-
-    def training_config(self, training_config, do_train):
-        """Steps from the train file: int(examples / batch × epochs), warm-up a proportion."""
+        """The `prediction.SquadEvaluator` of --predict_file (and --threshold_predict_file),
+        their features prepared if missing."""
         options = self.options
-        if do_train:
-            self.train_records = data.prepare_training_records(
+
+        def prepare(input_file, name, record_flag=None, side_flag=None):
+            return data.prepare_predict_set(
+                input_file, self.tokenizer, self.spm_model_file, self.feature_options,
+                self.output_dir, name, record_flag, side_flag)
+
+        predict_set = prepare(options.predict_file, "eval", options.predict_feature_file,
+                              options.predict_feature_left_file)
+        threshold_set = (prepare(options.threshold_predict_file, "threshold")
+                         if options.threshold_predict_file else None)
+        return prediction.SquadEvaluator(
+            predict_set, options.version_2_with_negative, options.n_best_size,
+            options.max_answer_length, options.start_n_top, options.end_n_top, threshold_set,
+            options.null_score_diff_threshold)
+
+    def plan(self, flow_options, training_config):
+        """The training records and the predict sets, written if missing; the steps from the
+        train file, int(examples / batch × epochs), a proportion of them warming up; the last
+        step to evaluate (without a train file: the newest checkpoint present); an empty
+        `output_dir` predicts with --init_checkpoint."""
+        options = self.options
+        train_records = total_steps = None
+        if flow_options.do_train:
+            train_records = data.prepare_training_records(
                 options.train_file, self.tokenizer, self.spm_model_file, self.feature_options,
                 self.output_dir, options.train_feature_file)
-            num_examples = self.train_records.num_examples
+            num_examples = train_records.num_examples
         elif options.train_file:
             num_examples = len(data.read_training_examples(options.train_file))
         if options.train_file:
-            self.total_steps = num_train_steps(num_examples, training_config.train_batch_size,
-                                               options.num_train_epochs)
-            if self.total_steps <= 0:
+            total_steps = num_train_steps(num_examples, training_config.train_batch_size,
+                                          options.num_train_epochs)
+            if total_steps <= 0:
                 raise errors.UserInputError(
                     f"{options.train_file}: {num_examples} examples × {options.num_train_epochs} "
                     f"epochs / batch {training_config.train_batch_size} gives no training step")
-            logging.info("num_train_steps = %d (%d examples)", self.total_steps, num_examples)
-        return dataclasses.replace(
-            training_config, num_train_steps=self.total_steps or 1,
-            num_warmup_steps=int((self.total_steps or 0) * options.warmup_proportion))
+            logging.info("num_train_steps = %d (%d examples)", total_steps, num_examples)
+            last_step = total_steps
+        else:
+            existing = evaluation.list_checkpoints(self.output_dir)
+            last_step = existing[-1][0] if existing else None
+        config = dataclasses.replace(
+            training_config, num_train_steps=total_steps or 1,
+            num_warmup_steps=int((total_steps or 0) * options.warmup_proportion))
+        task_inputs = {
+            "train_record_file": train_records.record_file if train_records else None,
+            "scorer": (self.scorer() if flow_options.do_eval or flow_options.do_predict
+                       else None)}
+        return fine_tuning.RunPlan(config, task_inputs, last_step,
+                                   predict_fallback=flow_options.init_checkpoint)
 
-    def last_step(self, trainer):
-        """The last training step; without a train file, the newest checkpoint present."""
-        if self.total_steps is not None:
-            return self.total_steps
-        existing = evaluation.list_checkpoints(self.output_dir)
-        return existing[-1][0] if existing else None
-
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
+    def build_task(self, task_inputs):
         options = self.options
-        scorer = self.scorer() if do_eval else None
-        task = squad_task.SquadTask(
+        return squad_task.SquadTask(
             self.albert_config, options.version_2_with_negative, self.max_seq_length,
-            self.train_records.record_file if do_train else None, options.start_n_top,
-            options.end_n_top, options.dropout_prob, options.use_einsum, self.batching,
-            scorer=scorer, output_dir=self.output_dir)
-        return loop.Trainer(task, strategy, training_config)
+            start_n_top=options.start_n_top, end_n_top=options.end_n_top,
+            dropout_prob=options.dropout_prob, use_einsum=options.use_einsum,
+            batching=self.batching, output_dir=self.output_dir, **task_inputs)
 
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=1.0):
-        if do_eval and not do_train and self.last_step(trainer) is None:
-            return None  # nothing to wait for: `predict` scores --init_checkpoint
-        return super().train_and_evaluate(trainer, do_train, do_eval, eval_batch_size,
-                                          eval_timeout_secs, poll_seconds)
-
-    def predict(self, trainer, batch_size):
-        """Scores (or, without answers, predicts) the predict file with model.ckpt-best, else
-        the latest checkpoint, else --init_checkpoint; returns the files written."""
-        scorer = self.scorer()
-        scorer.strategy = trainer.strategy  # the model's, to predict an unlabelled file
-        checkpoint = self.best_checkpoint(fallback=self.init_checkpoint)
-        if not scorer.is_labelled:
-            trainer.checkpoints.restore_model(checkpoint)
-            threshold = scorer.predict_unlabelled(trainer.model, self.output_dir)
+    def predict(self, trainer, checkpoint, batch_size):
+        """Scores (or, without answers, predicts) the predict file with `checkpoint`
+        (model.ckpt-best, else the latest checkpoint, else --init_checkpoint); returns the
+        files written and the results (without answers: the v2 threshold used, or None)."""
+        if not trainer.task.scorer.is_labelled:
+            _, state = self.run_whole_set(trainer, checkpoint,
+                                          trainer.task.predict_dataset(None, batch_size),
+                                          f"Predicting {self.options.predict_file}")
+            threshold = trainer.task.reduce_aggregated_logs(state) or None
             logging.info("%s has no answers: wrote the predictions of %s to %s and skipped "
                          "scoring", self.options.predict_file, checkpoint, self.output_dir)
-            self.results = None if threshold is None else {"null_score_diff_threshold": threshold}
-            return self._prediction_files()
+            return self._prediction_files(), threshold
         best = os.path.join(self.output_dir, checkpoints.BEST_CHECKPOINT_NAME)
-        if checkpoint != best and checkpoint != self.init_checkpoint:
+        if checkpoint != best and checkpoint == checkpoints.latest_checkpoint(self.output_dir):
             logging.warning("No checkpoint was evaluated in %s", self.output_dir)
-            return []
-        self.results = self.evaluate(trainer, checkpoint, batch_size)
-        lines = [f"{key} = {self.results[key]}" for key in sorted(self.results)]
-        if checkpoint == best:
-            lines.append(f"best perf happened at step: {self.results['global_step']}")
-        else:
-            lines.insert(0, f"checkpoint = {checkpoint}")
-        io_utils.append_text(os.path.join(self.output_dir, "eval_results.txt"),
-                             "\n".join(lines) + "\n")
+            return [], None
+        results = self.evaluate(trainer, checkpoint, batch_size)
+        note = (f"best perf happened at step: {results['global_step']}"
+                if checkpoint == best else f"checkpoint = {checkpoint}")
+        lines = evaluation.write_results(os.path.join(self.output_dir, "eval_results.txt"),
+                                         results, [note], append=True)
         logging.info("%s with %s: %s", self.options.predict_file, checkpoint, ", ".join(lines))
-        return self._prediction_files()
+        return self._prediction_files(), results
 
     def _prediction_files(self):
         names = ["predictions.json", "nbest_predictions.json"]

@@ -4,8 +4,10 @@ official scoring as whole-set evaluation (as TF Model Garden's question-answerin
 Evaluation is not the loop's loss/metrics pass: `aggregate_logs` collects the raw outputs of
 every window of the predict set (then of the --threshold_predict_file set, told apart by
 `part`), and `reduce_aggregated_logs` post-processes them into answers, writes the prediction
-files and runs the official scoring (`squad.prediction.SquadEvaluator.score`). The task's
-`eval_metric_name` is "f1", the key the evaluate-every-checkpoint loop keeps the best by.
+files and runs the official scoring (`squad.prediction.SquadEvaluator.score`); a predict set
+without answers is only predicted, as the QA task of TF Model Garden predicts (its results are
+then the v2 no-answer threshold used, if any). The task's `eval_metric_name` is "f1", the key
+the evaluate-every-checkpoint loop keeps the best by.
 """
 
 import numpy as np
@@ -85,6 +87,10 @@ class SquadTask(task_lib.Task):
         return self.batching.trim(task_lib.shard(dataset, input_context).batch(batch_size),
                                   self.max_seq_length)
 
+    def predict_dataset(self, input_context, batch_size):
+        """The predict file is SQuAD's evaluation set, scored or (without answers) predicted."""
+        return self.eval_dataset(input_context, batch_size)
+
     def eval_step_outputs(self, features, outputs):
         raw = {name: outputs[name] for name in prediction.RAW_OUTPUTS if name in outputs}
         return dict(raw, unique_ids=features["unique_ids"], part=features["part"])
@@ -96,11 +102,18 @@ class SquadTask(task_lib.Task):
 
     def reduce_aggregated_logs(self, state):
         """The official scores (v2: with the no-answer threshold); writes the prediction
-        files."""
+        files. A predict set without answers: {} (v1) or {"null_score_diff_threshold"} (v2)."""
         arrays = {name: np.concatenate([batch[name] for batch in state]) for name in state[0]}
         by_set = {}
         for part, predict_set in enumerate(self._eval_sets()):
             rows = arrays["part"] == part
             by_set[id(predict_set)] = self.scorer.raw_results_of(
                 {name: value[rows] for name, value in arrays.items()})
-        return self.scorer.score(lambda predict_set: by_set[id(predict_set)], self.output_dir)
+
+        def raw_results(predict_set):
+            return by_set[id(predict_set)]
+
+        if self.scorer.is_labelled:
+            return self.scorer.score(raw_results, self.output_dir)
+        threshold = self.scorer.predict_unlabelled(raw_results, self.output_dir)
+        return {} if threshold is None else {"null_score_diff_threshold": threshold}

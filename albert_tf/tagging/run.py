@@ -15,7 +15,7 @@ import tensorflow as tf
 from albert_tf.files import feature_records, io_utils
 from albert_tf.tagging import features, reader
 from albert_tf.tagging import task as tagging_task
-from albert_tf.training import fine_tuning, loop
+from albert_tf.training import evaluation, fine_tuning
 from albert_tf.training import length_buckets as length_buckets_lib
 
 LABELS_FILE = "labels.txt"
@@ -49,23 +49,24 @@ class TaggingJob(fine_tuning.FineTuningJob):
                                    path)
         return path, sentences
 
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
-        train_file = self.records("train")[0] if do_train else None
-        eval_file = self.records("dev")[0] if do_eval else None
+    def write_records(self, do_train, do_eval, do_predict):
+        """The cached records of the splits the run reads, and the label file."""
         reader.write_label_file(os.path.join(self.output_dir, LABELS_FILE), self.labels)
-        task = tagging_task.TaggingTask(self.albert_config, self.labels, self.max_seq_length,
-                                        train_file, eval_file, self.batching)
-        return loop.Trainer(task, strategy, training_config)
+        return {"train_file": self.records("train")[0] if do_train else None,
+                "eval_file": self.records("dev")[0] if do_eval else None,
+                "predict_file": self.records("test")[0] if do_predict else None}
 
-    def predict(self, trainer, batch_size):
+    def build_task(self, task_inputs):
+        return tagging_task.TaggingTask(self.albert_config, self.labels, self.max_seq_length,
+                                        batching=self.batching, **task_inputs)
+
+    def predict(self, trainer, checkpoint, batch_size):
         """test_predictions.txt (`word gold predicted` per line) and test_results.txt from
-        model.ckpt-best; returns the two paths."""
-        checkpoint = self.best_checkpoint()
+        `checkpoint`; returns the two paths and the results."""
         path, sentences = self.records("test")
-        step = trainer.checkpoints.restore_model(checkpoint)
-        state = trainer.aggregate(trainer.task.dataset_of(path, batch_size),
-                                  what=f"Tagging {os.path.basename(path)}")
-        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
+        results, state = self.score(trainer, checkpoint,
+                                    trainer.task.predict_dataset(None, batch_size),
+                                    f"Tagging {os.path.basename(path)}")
         blocks = []
         for index, sentence in enumerate(sentences):
             predicted = [self.labels[i] for i in state[index][1]]
@@ -74,10 +75,8 @@ class TaggingJob(fine_tuning.FineTuningJob):
                                     in zip(sentence.words, sentence.tags, predicted)))
         predictions_path = os.path.join(self.output_dir, "test_predictions.txt")
         io_utils.atomic_write_text(predictions_path, "\n\n".join(blocks) + "\n")
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
         results_path = os.path.join(self.output_dir, "test_results.txt")
-        io_utils.atomic_write_text(results_path, "\n".join(lines + [f"checkpoint = {checkpoint}"])
-                                   + "\n")
+        lines = evaluation.write_results(results_path, results, [f"checkpoint = {checkpoint}"])
         logging.info("Test (%s): %s", checkpoint, ", ".join(lines))
-        return predictions_path, results_path
+        return (predictions_path, results_path), results
 

@@ -20,13 +20,15 @@ class TaggingTask(task_lib.Task):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, labels, max_seq_length, train_file=None, eval_file=None,
-                 batching=length_buckets_lib.PADDED, shuffle_buffer=100, dropout_rate=0.1):
+                 batching=length_buckets_lib.PADDED, shuffle_buffer=100, dropout_rate=0.1,
+                 predict_file=None):
         self.albert_config = albert_config
         self.labels = list(labels)
         self.bio = metrics.is_bio(self.labels)
         self.eval_metric_name = "f1" if self.bio else "eval_accuracy"
         self.max_seq_length = max_seq_length
         self.train_file, self.eval_file = train_file, eval_file
+        self.predict_file = predict_file
         self.batching = batching
         self.shuffle_buffer = shuffle_buffer
         self.dropout_rate = dropout_rate
@@ -56,6 +58,9 @@ class TaggingTask(task_lib.Task):
 
     def eval_dataset(self, input_context, batch_size):
         return self.dataset_of(self.eval_file, batch_size, input_context)
+
+    def predict_dataset(self, input_context, batch_size):
+        return self.dataset_of(self.predict_file, batch_size, input_context)
 
     def loss_normalizers(self, features_):
         return {"words": tf.reduce_sum(features_["label_weights"])}

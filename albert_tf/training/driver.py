@@ -1,4 +1,5 @@
-"""Train, then evaluate checkpoints: the flow every run_*.py script shares.
+"""Train, then evaluate checkpoints by the loop's streaming metrics: run_pretraining.py's flow
+(the fine-tuning scripts share `fine_tuning.train_evaluate_predict` instead).
 
     driver.train_and_evaluate(task, strategy, config, do_train=True, do_eval=True,
                               eval_batch_size=64, max_eval_steps=100)
@@ -16,21 +17,17 @@ from albert_tf.training import evaluation, loop
 def train_and_evaluate(task, strategy, config, *, do_train, do_eval, eval_batch_size=8,
                        max_eval_steps=None, only_latest=False, eval_timeout_secs=7200.0,
                        poll_seconds=5.0):
-    """Returns `(trainer, train scalars or {}, evaluation summary or None)`."""
+    """A `loop.Trainer` of `task` run through `evaluation.train_and_evaluate`, each checkpoint
+    scored by the loop's streaming metrics; returns `(trainer, evaluation summary or None)`."""
     trainer = loop.Trainer(task, strategy, config)
-    train_scalars = trainer.train() if do_train else {}
-    summary = None
-    if do_eval:
-        def evaluate(checkpoint_path):
-            trainer.checkpoints.restore_model(checkpoint_path)
-            results = trainer.evaluate(eval_batch_size, max_steps=max_eval_steps)
-            trainer.write_eval_summaries(results)
-            return results
 
-        evaluator = evaluation.CheckpointEvaluator(
-            config.output_dir, evaluate, task.eval_metric_name,
-            higher_is_better=task.eval_metric_higher_is_better,
-            last_step=config.num_train_steps, only_latest=only_latest,
-            poll_seconds=poll_seconds, timeout_seconds=eval_timeout_secs)
-        summary = evaluator.run()
-    return trainer, train_scalars, summary
+    def evaluate(checkpoint_path):
+        trainer.checkpoints.restore_model(checkpoint_path)
+        results = trainer.evaluate(eval_batch_size, max_steps=max_eval_steps)
+        trainer.write_eval_summaries(results)
+        return results
+
+    summary = evaluation.train_and_evaluate(
+        trainer, evaluate, do_train, do_eval, config.num_train_steps, eval_timeout_secs,
+        poll_seconds, only_latest=only_latest)
+    return trainer, summary

@@ -28,6 +28,16 @@ from albert_tf.training import checkpointing
 BEST_NAME = checkpoints.BEST_CHECKPOINT_NAME
 
 
+def write_results(path, results, notes=(), append=False):
+    """The one writer of `key = value` results files (`eval_results.txt`, a task's test
+    results): the results sorted by key, as the original, then the `notes` lines; appended, or
+    written atomically. Returns the lines."""
+    lines = [f"{key} = {results[key]}" for key in sorted(results)] + list(notes)
+    write = io_utils.append_text if append else io_utils.atomic_write_text
+    write(path, "\n".join(lines) + "\n")
+    return lines
+
+
 def list_checkpoints(directory):
     """`[(step, prefix)]` of the `model.ckpt-<step>` checkpoints in `directory`, by step."""
     found = []
@@ -120,10 +130,8 @@ class CheckpointEvaluator:
             self.best_step, self.best_value = step, value
             logging.info("New best %s = %.6g at step %d, copied to %s", self.metric_name, value,
                          step, BEST_NAME)
-        lines = [f"{key} = {results[key]}" for key in sorted(results)]
-        lines.append(f"best_{self.metric_name} = {self.best_value}")
-        lines.append(f"best_global_step = {self.best_step}")
-        io_utils.append_text(self.results_path, "\n".join(lines) + "\n")
+        lines = write_results(self.results_path, results, append=True, notes=[
+            f"best_{self.metric_name} = {self.best_value}", f"best_global_step = {self.best_step}"])
         self.last_evaluated = step
         self._write_state()
         logging.info("Eval of %s: %s", prefix, ", ".join(lines))
@@ -165,25 +173,29 @@ class CheckpointEvaluator:
                 "last_evaluated": self.last_evaluated}
 
 
-def train_and_evaluate(trainer, directory, evaluate_fn, do_train, do_eval, eval_timeout_secs,
-                       poll_seconds, last_step=None):
-    """Trains (`do_train`) and/or evaluates every checkpoint (`do_eval`) by the task's metric,
-    up to `last_step` (default: the last training step).
+def train_and_evaluate(trainer, evaluate_fn, do_train, do_eval, last_step,
+                       eval_timeout_secs=7200.0, poll_seconds=5.0, only_latest=False):
+    """The one train-and-evaluate of every script: trains (`do_train`) and/or evaluates the
+    checkpoints of the trainer's output directory (`do_eval`) with `evaluate_fn(path)` → results,
+    keeping the best by the task's metric, up to the checkpoint at `last_step`.
 
-    When both run in one process, each checkpoint is evaluated as soon as it is saved (and those
-    an interrupted run left are evaluated first). Returns the evaluator's summary or None."""
+    When both run in one process, each checkpoint is evaluated as soon as it is saved, before
+    pruning (those an interrupted run left first); `only_latest` (pretraining's original)
+    evaluates only the newest after training. Evaluating alone with `last_step` None has nothing
+    to wait for and evaluates nothing. Returns the evaluator's summary or None."""
+    if do_eval and last_step is None and not do_train:
+        return None
     evaluator = None
     if do_eval:
         evaluator = CheckpointEvaluator(
-            directory, evaluate_fn, trainer.task.eval_metric_name,
-            higher_is_better=trainer.task.eval_metric_higher_is_better,
-            last_step=trainer.config.num_train_steps if last_step is None else last_step,
-            poll_seconds=poll_seconds, timeout_seconds=eval_timeout_secs)
+            trainer.config.output_dir, evaluate_fn, trainer.task.eval_metric_name,
+            higher_is_better=trainer.task.eval_metric_higher_is_better, last_step=last_step,
+            only_latest=only_latest, poll_seconds=poll_seconds, timeout_seconds=eval_timeout_secs)
     if do_train:
-        if evaluator is None:
+        if evaluator is None or only_latest:
             trainer.train()
         else:
-            for step, prefix in list_checkpoints(directory):  # left by an interrupted run
+            for step, prefix in list_checkpoints(trainer.config.output_dir):  # an interrupted run's
                 evaluator.evaluate_if_new(step, prefix)
             trainer.train(on_checkpoint=evaluator.evaluate_if_new)
     return evaluator.run() if evaluator is not None else None

@@ -1,21 +1,24 @@
 """The fine-tuning flow every task shares, from a built job to its written outputs.
 
 A task package (GLUE, RACE, tagging, SQuAD) provides a job: a `FineTuningJob` whose
-`__init__` runs the shared checks and sets up the tokenizer, and which defines
-`build_trainer` (its `Task` and the records the run needs) and `predict` (the test set with the
-best checkpoint). Evaluating a checkpoint is the same for every job: the task's
-`aggregate_logs` / `reduce_aggregated_logs` over its evaluation set. The script turns its flags
-into `FlowOptions` and a `loop.TrainingConfig` (`training.flags`) and calls
+`__init__` runs the shared checks and sets up the tokenizer. Before any training the job's
+`plan` computes everything the run needs (it writes the records the task reads, and says the
+steps, the warm-up and the last step to evaluate) and returns it as one `RunPlan`; the job's
+`build_task` makes its `Task` from the plan, and `predict` writes the test set's predictions
+with the best checkpoint and returns them. Evaluating a checkpoint is the same for every job:
+the task's `aggregate_logs` / `reduce_aggregated_logs` over its evaluation set. The script turns
+its flags into `FlowOptions` and a `loop.TrainingConfig` (`training.flags`) and calls
 `train_evaluate_predict`:
 
     job = glue_run.ClassifierJob(...)
-    trainer, summary = fine_tuning.train_evaluate_predict(job, options, config, strategy)
+    outcome = fine_tuning.train_evaluate_predict(job, options, config, strategy)
+    outcome.summary, outcome.test_results
 
 so checking the init checkpoint, locking the output directory, writing the config beside the
 checkpoints, training while evaluating every checkpoint as it is saved (the trainer's
 `on_checkpoint` hook), and predicting happen the same way for every task. The flow never reads
-a flag: a job's differences (SQuAD's steps from epochs, its last step without a train file) are
-the hooks `training_config` and `last_step`.
+a flag, and no job carries state from one hook to the next: what differs (SQuAD's steps from
+epochs, its last step without a train file) is in the plan.
 """
 
 import abc
@@ -28,8 +31,7 @@ import tensorflow as tf
 from albert_tf import checkpoints, errors
 from albert_tf.files import output_lock
 from albert_tf.text import tokenization
-from albert_tf.training import evaluation
-from albert_tf.training import length_buckets
+from albert_tf.training import evaluation, length_buckets, loop, prediction
 
 
 @dataclasses.dataclass
@@ -45,6 +47,33 @@ class FlowOptions:
     eval_batch_size: int = 8
     predict_batch_size: int = 8
     eval_timeout_secs: float = 7200.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """What a run does, computed once by the job before training (`FineTuningJob.plan`).
+
+    `training_config`: the `loop.TrainingConfig` the trainer runs (steps, warm-up);
+    `task_inputs`: what the job's `build_task` takes (the records `plan` wrote);
+    `last_step`: the step whose evaluation ends the evaluate-every-checkpoint loop (None:
+    evaluating alone has nothing to wait for); `predict_fallback`: what to predict with when
+    the output directory holds no checkpoint (SQuAD's --init_checkpoint).
+    """
+
+    training_config: object
+    task_inputs: dict
+    last_step: int = None
+    predict_fallback: str = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FlowResult:
+    """What `train_evaluate_predict` returns: the trainer, the best dev result summary (or
+    None) and the test set's results as `predict` returned them (or None)."""
+
+    trainer: object
+    summary: dict = None
+    test_results: dict = None
 
 
 def check_init_checkpoint(init_checkpoint, allow_random_init, do_train, output_dir):
@@ -85,6 +114,7 @@ class FineTuningJob(abc.ABC):
     """The part of a task's job that is the same for every task (see the module docstring)."""
 
     dev_set_name = "dev set"
+    eval_poll_seconds = 5.0  # how often evaluating alone looks for a new checkpoint
 
     def __init__(self, output_dir, albert_config, max_seq_length, spm_model_file=None,
                  vocab_file=None, do_lower_case=True, batching=length_buckets.PADDED,
@@ -107,23 +137,30 @@ class FineTuningJob(abc.ABC):
         albert_config.check_vocabulary(len(self.tokenizer.vocab), self.vocabulary,
                                        config_source)
 
-    @abc.abstractmethod
-    def build_trainer(self, strategy, training_config, do_train=False, do_eval=False):
-        """A `loop.Trainer` of the job's task with the data `do_train` / `do_eval` need."""
+    def plan(self, options, training_config):
+        """The `RunPlan` of a run as `options` (`FlowOptions`) say: the records it needs written
+        now (so a bad file fails before training), `training_config` as given."""
+        return RunPlan(training_config, self.write_records(options.do_train, options.do_eval,
+                                                           options.do_predict),
+                       last_step=training_config.num_train_steps)
+
+    def write_records(self, do_train, do_eval, do_predict):
+        """The task's inputs (`build_task`'s keyword arguments) with the records `do_train` /
+        `do_eval` / `do_predict` need, written if missing."""
+        raise NotImplementedError(f"{type(self).__name__} defines plan or write_records")
 
     @abc.abstractmethod
-    def predict(self, trainer, batch_size):
-        """Predicts the job's test set with `best_checkpoint()`; returns the paths written."""
+    def build_task(self, task_inputs):
+        """The job's `Task` reading `task_inputs` (a plan's)."""
 
-    def training_config(self, training_config, do_train):
-        """The config the trainer runs (a job whose step counts follow from its data sets
-        them here)."""
-        del do_train
-        return training_config
+    def build_trainer(self, strategy, plan):
+        """A `loop.Trainer` of the job's task as `plan` says."""
+        return loop.Trainer(self.build_task(plan.task_inputs), strategy, plan.training_config)
 
-    def last_step(self, trainer):
-        """The step whose evaluation ends the evaluate-every-checkpoint loop."""
-        return trainer.config.num_train_steps
+    @abc.abstractmethod
+    def predict(self, trainer, checkpoint_path, batch_size):
+        """Predicts the job's test set (`task.predict_dataset`) with `checkpoint_path`; returns
+        (the paths written, the test results or None)."""
 
     def check_init_checkpoint(self, init_checkpoint, allow_random_init, do_train):
         check_init_checkpoint(init_checkpoint, allow_random_init, do_train, self.output_dir)
@@ -132,47 +169,53 @@ class FineTuningJob(abc.ABC):
         """`output_dir/model.ckpt-best`, else the latest checkpoint (warned), else `fallback`."""
         return best_checkpoint(self.output_dir, fallback, self.dev_set_name)
 
-    def evaluate(self, trainer, checkpoint_path, batch_size):
-        """The task's whole-set metrics of one checkpoint on its evaluation set (the task's
-        `aggregate_logs` / `reduce_aggregated_logs`), plus `global_step`; written to the
-        TensorBoard eval summaries."""
+    @staticmethod
+    def run_whole_set(trainer, checkpoint_path, dataset, what):
+        """Restores `checkpoint_path` and runs the one whole-set pass over `dataset`; returns
+        (the checkpoint's global_step, the task's aggregated state)."""
         step = trainer.checkpoints.restore_model(checkpoint_path)
-        state = trainer.aggregate(trainer.task.eval_dataset(None, batch_size),
-                                  what=f"Evaluating {checkpoint_path}")
-        results = dict(trainer.task.reduce_aggregated_logs(state), global_step=step)
+        return step, prediction.aggregate(trainer.task, trainer.model, dataset, trainer.strategy,
+                                          what)
+
+    def score(self, trainer, checkpoint_path, dataset, what):
+        """(the task's whole-set metrics of a checkpoint on `dataset` plus `global_step`, the
+        aggregated state the task's prediction files are written from)."""
+        step, state = self.run_whole_set(trainer, checkpoint_path, dataset, what)
+        return dict(trainer.task.reduce_aggregated_logs(state), global_step=step), state
+
+    def evaluate(self, trainer, checkpoint_path, batch_size):
+        """The task's whole-set metrics of one checkpoint on its evaluation set, plus
+        `global_step`; written to the TensorBoard eval summaries."""
+        results, _ = self.score(trainer, checkpoint_path, trainer.task.eval_dataset(None, batch_size),
+                                f"Evaluating {checkpoint_path}")
         trainer.write_eval_summaries({name: value for name, value in results.items()
                                       if not isinstance(value, str)})  # SQuAD's notes
         return results
 
-    def train_and_evaluate(self, trainer, do_train, do_eval, eval_batch_size,
-                           eval_timeout_secs=7200.0, poll_seconds=5.0):
-        """Trains (--do_train) and/or evaluates every checkpoint (--do_eval); returns the
-        evaluator's summary ({best_step, best_value, last_evaluated}) or None."""
-        return evaluation.train_and_evaluate(
-            trainer, self.output_dir, lambda path: self.evaluate(trainer, path, eval_batch_size),
-            do_train, do_eval, eval_timeout_secs, poll_seconds,
-            last_step=self.last_step(trainer) if do_eval else None)
-
 
 def train_evaluate_predict(job, options, training_config, strategy):
     """Runs training, evaluation and prediction for `job` as `options` (`FlowOptions`) say;
-    returns (trainer, the best dev result summary or None)."""
+    returns a `FlowResult`."""
     job.check_init_checkpoint(options.init_checkpoint, options.allow_random_init,
                               options.do_train)
     if options.do_train or options.do_eval or options.do_predict:
         output_lock.check_writable(options.output_dir, "--output_dir")
     if options.do_train:
         job.albert_config.write_beside(options.output_dir)
-    config = job.training_config(training_config, options.do_train)
-    trainer = job.build_trainer(strategy, config, options.do_train, options.do_eval)
-    summary = None
+    plan = job.plan(options, training_config)
+    trainer = job.build_trainer(strategy, plan)
+    summary = test_results = None
     if options.do_train or options.do_eval:
-        summary = job.train_and_evaluate(trainer, options.do_train, options.do_eval,
-                                         options.eval_batch_size, options.eval_timeout_secs)
+        summary = evaluation.train_and_evaluate(
+            trainer, lambda path: job.evaluate(trainer, path, options.eval_batch_size),
+            options.do_train, options.do_eval, plan.last_step, options.eval_timeout_secs,
+            job.eval_poll_seconds)
         if summary:
             logging.info("Best %s = %s at step %s", trainer.task.eval_metric_name,
                          summary["best_value"], summary["best_step"])
     if options.do_predict:
-        for path in job.predict(trainer, options.predict_batch_size):
+        paths, test_results = job.predict(trainer, job.best_checkpoint(plan.predict_fallback),
+                                          options.predict_batch_size)
+        for path in paths:
             logging.info("Wrote %s", path)
-    return trainer, summary
+    return FlowResult(trainer, summary, test_results)

@@ -111,11 +111,6 @@ def precision_policy(precision):
         keras.config.set_dtype_policy(previous)
 
 
-def _as_float32(structure):
-    return tf.nest.map_structure(
-        lambda t: tf.cast(t, tf.float32) if t.dtype in (tf.bfloat16, tf.float16) else t, structure)
-
-
 def _dense(gradient):
     return tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient
 
@@ -187,7 +182,7 @@ class Trainer:
     def _micro_batch_gradients(self, features, normalizers):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            outputs = _as_float32(self.task.call_model(self.model, features, training=True))
+            outputs = prediction.as_float32(self.task.call_model(self.model, features, training=True))
             loss = self.task.compute_loss(features, outputs, normalizers)
             scaled = self._update_optimizer.scale_loss(loss)
         gradients = [_dense(g) for g in tape.gradient(scaled, variables)]
@@ -379,7 +374,7 @@ class Trainer:
             context = tf.distribute.get_replica_context()
             normalizers = context.all_reduce(tf.distribute.ReduceOp.SUM,
                                              self.task.loss_normalizers(features))
-            outputs = _as_float32(self.task.call_model(self.model, features, training=False))
+            outputs = prediction.as_float32(self.task.call_model(self.model, features, training=False))
             loss = self.task.compute_loss(features, outputs, normalizers)
             self.task.update_metrics(self.eval_metrics, features, outputs)
             return context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
@@ -409,20 +404,6 @@ class Trainer:
         results["loss"] = float(np.mean(losses))
         results["global_step"] = self.global_step
         return results
-
-    def aggregate(self, dataset, what="Evaluating"):
-        """The task's `aggregate_logs` state over a finite dataset of global batches (see
-        `training.task`); reduce it with `task.reduce_aggregated_logs`."""
-        def replica_fn(batch):
-            outputs = _as_float32(self.task.call_model(self.model, batch, training=False))
-            return self.task.eval_step_outputs(batch, outputs)
-        state = None
-        for step_outputs in prediction.iterate(self.strategy, replica_fn, dataset=dataset,
-                                               what=what):
-            state = self.task.aggregate_logs(state, step_outputs)
-        if state is None:
-            raise ValueError(f"{what}: the dataset is empty")
-        return state
 
     def write_eval_summaries(self, results):
         """Eval scalars to `output_dir/eval` (TensorBoard), as the original estimator. Tags

@@ -39,7 +39,8 @@ Contract, method by method:
   accumulation micro-batch must have the same static batch size).
 - `eval_dataset(input_context, batch_size)` → the same for evaluation. It may be finite (the
   evaluation stops when it ends, or after `max_eval_steps` batches) and may end with a smaller
-  batch.
+  batch. `predict_dataset(input_context, batch_size)` → the test set's batches, built the same
+  way (a fine-tuning task's one recipe for a finite set of its records).
 - `call_model(model, features, training)` → dict of outputs. Default: `model(features,
   training=training)`. Floating outputs are cast to float32 by the loop before the loss and the
   metrics see them (so task code never deals with bfloat16/float16).
@@ -63,7 +64,8 @@ Contract, method by method:
   names the tensors of a batch to bring to the host (replica context; gathered over the
   replicas), `aggregate_logs(state, step_outputs)` folds one global batch's numpy arrays into
   `state` (None before the first), and `reduce_aggregated_logs(state)` → the metrics dict.
-  `Trainer.aggregate(dataset)` runs the three over a finite set under the strategy.
+  `training.prediction.aggregate` runs them over a finite set under the strategy: every task's
+  dev evaluation and test prediction.
 """
 
 import abc
@@ -88,6 +90,10 @@ class Task(abc.ABC):
     def eval_dataset(self, input_context, batch_size):
         """Per-replica evaluation batches of `batch_size`."""
         raise NotImplementedError(f"{type(self).__name__} has no evaluation data")
+
+    def predict_dataset(self, input_context, batch_size):
+        """The test set's batches of `batch_size`, for the whole-set pass."""
+        raise NotImplementedError(f"{type(self).__name__} has no test data")
 
     def call_model(self, model, features, training):
         return model(features, training=training)
@@ -128,7 +134,7 @@ class Task(abc.ABC):
 
 def shard(dataset, input_context):
     """This input pipeline's share of `dataset` when there are several (`input_context` None:
-    the whole set, as `Trainer.aggregate`'s global batches need)."""
+    the whole set, as `prediction.aggregate`'s global batches need)."""
     if input_context is not None and input_context.num_input_pipelines > 1:
         return dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     return dataset
