@@ -94,6 +94,32 @@ def test_readme_is_short_and_links_resolve():
     assert not broken, "broken links: " + ", ".join(broken)
 
 
+def test_sections_and_pages_the_code_cites_exist():
+    """A script's --help (its docstring) or a message that sends the reader to README.md's
+    "<section>" (a `##` heading or a bold paragraph label such as **Pretraining**) or to a
+    docs/ page must not send them nowhere."""
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as reader:
+        readme = reader.read()
+    sections = set(re.findall(r"^#+ (.+?)\s*$", readme, flags=re.M))
+    sections |= set(re.findall(r"^\*\*(.+?)\*\*", readme, flags=re.M))
+    cited, missing = set(), []
+    for path in glob.glob(os.path.join(REPO_ROOT, "*.py")) + glob.glob(
+            os.path.join(REPO_ROOT, "albert_tf", "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as reader:
+            text = reader.read()
+        where = os.path.relpath(path, REPO_ROOT)
+        for section in re.findall(r"README(?:\.md)?,\s+\"([^\"]+)\"", text):
+            cited.add(section)
+            if section not in sections:
+                missing.append(f"{where}: README.md section {section!r}")
+        for page in re.findall(r"\bdocs/[\w.-]+\.md\b", text):
+            cited.add(page)
+            if not os.path.isfile(os.path.join(REPO_ROOT, page)):
+                missing.append(f"{where}: {page}")
+    assert "Pretraining" in cited and "docs/glue.md" in cited  # the search finds citations
+    assert not missing, "cited but absent: " + ", ".join(missing)
+
+
 def test_no_references_to_sections_outside_the_repository():
     """Docs and code state facts themselves; a "§" pointing at a document a reader cannot open
     is a dead end."""
