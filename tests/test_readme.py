@@ -157,6 +157,27 @@ def _flag_values(argv, name):
     return [word.split("=", 1)[1] for word in argv if word.startswith(f"--{name}=")]
 
 
+_PATH_FLAGS = {"input", "input_file", "output_file", "model_prefix", "output_dir", "data_dir",
+               "export_dir", "init_checkpoint", "spm_model_file", "hf_model_dir"}
+
+
+def test_folders_of_the_readme_commands_are_ignored_by_git():
+    """Running the README's commands in the checkout (user inputs corpus/ and glue_data/, the
+    outputs vocab/, pretrain/, out/...) leaves no untracked folder for `git status` to show."""
+    with open(os.path.join(REPO_ROOT, ".gitignore"), encoding="utf-8") as reader:
+        ignored = {line.strip().strip("/") for line in reader if line.strip()}
+    roots = set()
+    for _, argv in fenced_commands(os.path.join(REPO_ROOT, "README.md")):
+        for name, value in (word[2:].split("=", 1) for word in argv
+                            if word.startswith("--") and "=" in word):
+            root = value.split("/")[0]
+            if name in _PATH_FLAGS and not os.path.isfile(
+                    os.path.join(REPO_ROOT, root, "__init__.py")):
+                roots.add(root)
+    assert {"corpus", "glue_data", "vocab", "pretrain", "pretrain_out", "out"} <= roots
+    assert not roots - ignored, f"not in .gitignore: {sorted(roots - ignored)}"
+
+
 def test_docs_pretraining_globs_match_the_files_the_data_command_writes():
     """`run_pretraining.py --input_file=<glob>` must pick up what `create_pretraining_data.py
     --output_file=<path>` beside it writes: the path itself for one input file,
