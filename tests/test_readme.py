@@ -120,6 +120,16 @@ def test_sections_and_pages_the_code_cites_exist():
     assert not missing, "cited but absent: " + ", ".join(missing)
 
 
+def test_make_test_fetches_the_data_once_and_ends_on_the_main_suite():
+    """README's `make test` (CI's command, which reads pytest's closing line): `data` runs once,
+    the transformers 5 tests run, and the main suite's pytest comes last."""
+    lines = subprocess.run(["make", "-n", "test"], cwd=REPO_ROOT, capture_output=True,
+                           text=True, check=True, timeout=60).stdout.splitlines()
+    assert sum("albert_tf.demo.data_sources" in line for line in lines) == 1, lines
+    assert lines[-1] == ".venv/bin/python -m pytest -q tests", lines[-3:]
+    assert any(line.startswith(".venv-hf5/bin/python -m pytest") for line in lines[:-1])
+
+
 def test_no_references_to_sections_outside_the_repository():
     """Docs and code state facts themselves; a "§" pointing at a document a reader cannot open
     is a dead end."""
