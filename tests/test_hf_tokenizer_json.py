@@ -331,6 +331,7 @@ def test_learned_digit_comma_pieces_are_exact_through_the_exact_path(learned_spm
 
 
 def test_exact_path_refuses_a_file_without_the_learned_steps(spm_model_file, tmp_path):
+    assert digit_comma.LEARNED_CUT == hf_tokenizer.LEARNED_CUT  # the mark it removes steps by
     path = str(tmp_path / "tokenizer.json")
     hf_tokenizer.write(spm_model_file, path, True)
     with pytest.raises(ValueError, match="no digit-comma step for the learned pieces"):

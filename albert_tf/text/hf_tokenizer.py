@@ -35,13 +35,15 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 from tokenizers import pre_tokenizers, processors
 
 from albert_tf import errors
-from albert_tf.huggingface.exact import digit_comma
 from albert_tf.text import regex_classes, tokenization
 
 SPIECE_UNDERLINE = tokenization.SPIECE_UNDERLINE
 # Marks where the digit-comma rule and the control pieces are cut; the pre-tokenizer splits there
 # and drops it. A combining character: preprocess_text has dropped every one from the text.
 CUT = "\u0345"
+# The same for the rule's approximation on learned pieces, whose steps the exact path
+# (albert_tf/huggingface/exact/digit_comma.py, which has its own copy) finds by it and removes.
+LEARNED_CUT = "\u0346"
 # Python's str.lower() turns a capital sigma into "ς" when a cased letter precedes it (here: up
 # to three case-ignorable characters between them) and none follows.
 _FINAL_SIGMA = (r"(?<=\p{Cased}|\p{Cased}\p{Case_Ignorable}|\p{Cased}\p{Case_Ignorable}{2}"
@@ -161,7 +163,7 @@ def _normalizer(proto, do_lower_case):
     for piece, _ in (item for item in pieces if item[1]):
         steps += _digit_comma_steps(piece)
     for piece, _ in (item for item in pieces if not item[1]):  # the exact path drops these
-        steps += _digit_comma_steps(piece, digit_comma.LEARNED_CUT)
+        steps += _digit_comma_steps(piece, LEARNED_CUT)
     return normalizers.Sequence(steps)
 
 
@@ -221,7 +223,7 @@ def _control_cuts(proto, do_lower_case):
 def _pre_tokenizer(proto, do_lower_case):
     steps = []
     if digit_comma_pieces(proto) or _control_cuts(proto, do_lower_case):
-        steps.append(pre_tokenizers.Split(Regex(f"[{CUT}{digit_comma.LEARNED_CUT}]"), "removed"))
+        steps.append(pre_tokenizers.Split(Regex(f"[{CUT}{LEARNED_CUT}]"), "removed"))
     if not any(SPIECE_UNDERLINE in piece.piece[1:] for piece in proto.pieces):
         steps.append(pre_tokenizers.Split(SPIECE_UNDERLINE, "merged_with_next"))
     return pre_tokenizers.Sequence(steps) if steps else None

@@ -17,7 +17,8 @@ from tokenizers import Tokenizer, pre_tokenizers
 
 SPIECE_UNDERLINE = "\u2581"
 # The mark tokenizer.json's approximation of the rule for learned pieces inserts (and its
-# pre-tokenizer cuts at): a combining character, which preprocess_text drops from the text.
+# pre-tokenizer cuts at), albert_tf.text.hf_tokenizer.LEARNED_CUT: copied, as this file is used
+# alone in an exported folder.
 LEARNED_CUT = "\u0346"
 
 
