@@ -11,7 +11,9 @@ original's:
                   character of non-zero combining class dropped, lower-cased with str.lower's
                   final sigma); the model's own SentencePiece normalizer (its precompiled
                   character map, spaces collapsed and stripped, " " -> "▁", a "▁" prefix); the
-                  digit-comma rule ("000," -> "▁000", ","); cuts in the control pieces.
+                  digit-comma rule ("000," -> "▁000", ","; for a learned piece wherever it
+                  occurs, which albert_tf.huggingface.exact makes exact); cuts in the control
+                  pieces.
   pre-tokenizer   splits at the cuts and before every "▁" (no piece has one inside, so
                   SentencePiece's search never crosses it).
   model           Unigram over the model's pieces and scores, user-defined pieces scored as
