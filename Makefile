@@ -1,6 +1,7 @@
 # One entry point for setting up, testing and running the demo. Everything installs from this repo's files.
 PYTHON ?= python3.11
 VENV := .venv
+VENV_HF5 := .venv-hf5
 PY := $(VENV)/bin/python
 DATA := data
 
@@ -26,13 +27,14 @@ data: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
-test: setup data lint
+# The transformers 5 tests first, then the main suite, so that its pytest summary is the last
+# line (CI reads it); `data` is fetched once, being one prerequisite of this one make run.
+test: setup data lint $(VENV_HF5)/.installed
+	$(run-hf5-tests)
 	$(PY) -m pytest -q tests
-	$(MAKE) test-hf5
 
 # The Hugging Face bridge tests again, against transformers 5: .venv-hf5 is .venv (a .pth file
 # puts its packages on the path) with requirements-hf5.txt installed over it.
-VENV_HF5 := .venv-hf5
 $(VENV_HF5)/.installed: $(VENV)/.installed requirements-hf5.txt
 	rm -rf $(VENV_HF5)
 	$$(readlink -f $(PY)) -m venv $(VENV_HF5)
@@ -41,9 +43,13 @@ $(VENV_HF5)/.installed: $(VENV)/.installed requirements-hf5.txt
 	$(VENV_HF5)/bin/python -m pip install --progress-bar off -r requirements-hf5.txt
 	touch $@
 
-test-hf5: $(VENV_HF5)/.installed data
+define run-hf5-tests
 	$(VENV_HF5)/bin/python -c "import transformers as t; assert t.__version__.startswith('5.'), t.__version__"
 	$(VENV_HF5)/bin/python -m pytest -q tests/test_hf_format.py tests/test_hf_parity.py tests/test_hf_tokenizer_json.py
+endef
+
+test-hf5: $(VENV_HF5)/.installed data
+	$(run-hf5-tests)
 
 demo: setup data
 	$(PY) -m albert_tf.demo.pipeline --data_dir $(DATA) --output_dir demo_output

@@ -7,7 +7,9 @@ import os
 # shown (errors still reach Python as exceptions). Set TF_CPP_MIN_LOG_LEVEL=0 to see them all.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/driver/nvidia") else "3")
 
-from albert_tf import onednn_guard  # noqa: E402 (after the log level, before TensorFlow loads)
+from albert_tf import native_log, onednn_guard  # noqa: E402 (after the level, before TensorFlow)
+
+native_log.install()  # the level applied to the banner TensorFlow prints before reading it
 
 __version__ = "0.1.0"
 

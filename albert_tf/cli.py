@@ -45,7 +45,8 @@ _MISSING = re.compile(r"not found|does not exist|matched no file|no such")
 
 
 def run(main, argv=None):
-    """`absl.app.run(main)`, with `UserInputError` (and `app.UsageError`) as a one-line error."""
+    """`absl.app.run(main)`, with `UserInputError` (and `app.UsageError`) as a one-line error,
+    and exit status 0 after `--help` (absl exits 1 after printing the help it was asked for)."""
 
     def guarded_main(args):
         try:
@@ -54,7 +55,26 @@ def run(main, argv=None):
             print(error_line(error), file=sys.stderr, flush=True)
             sys.exit(EXIT_USER_ERROR)
 
-    app.run(guarded_main, argv=argv)
+    try:
+        app.run(guarded_main, argv=argv)
+    except SystemExit as exit_:
+        if exit_.code == 1 and asks_for_help(sys.argv if argv is None else argv):
+            sys.exit(0)
+        raise
+
+
+_HELP = re.compile(r"--?(help|helpshort|helpfull|helpxml|\?)(=(true|t|1|yes|y))?", re.I)
+
+
+def asks_for_help(argv):
+    """Whether a flag of `argv` (before a `--`) is one of absl's help flags, which print the
+    help and exit before `main` runs."""
+    for word in argv[1:]:
+        if word == "--":
+            return False
+        if _HELP.fullmatch(word):
+            return True
+    return False
 
 
 class Definer:

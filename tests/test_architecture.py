@@ -11,7 +11,7 @@ PACKAGES = ("files", "text", "modeling", "huggingface", "pretraining", "glue", "
 
 # Bottom first; the same list as docs/architecture.md.
 LAYERS = [
-    {"albert_tf", "onednn_guard", "cli", "errors", "config", "progress", "files/"},
+    {"albert_tf", "onednn_guard", "native_log", "cli", "errors", "config", "progress", "files/"},
     {"text/"},
     {"modeling/"},
     {"checkpoints", "huggingface/"},

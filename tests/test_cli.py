@@ -45,6 +45,24 @@ def test_a_bug_keeps_its_traceback(tmp_path):
     assert result.returncode == 1 and "Traceback" in result.stderr
 
 
+def test_help_exits_0_and_other_exits_keep_their_status(tmp_path):
+    tool = tmp_path / "tool.py"
+    tool.write_text("from absl import flags\nfrom albert_tf import cli\n"
+                    "flags.DEFINE_integer('code', 0, 'exit status of main')\n"
+                    "cli.run(lambda argv: flags.FLAGS.code)\n")
+    for argv, status in ((["--help"], 0), (["--helpfull"], 0), (["-?"], 0), (["--code=1"], 1),
+                         (["--code=3"], 3), (["--no_such_flag"], 1)):
+        result = subprocess.run([sys.executable, str(tool)] + argv, capture_output=True,
+                                text=True, timeout=120, cwd=REPO_ROOT,
+                                env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+        assert result.returncode == status, (argv, result.stderr[-1000:])
+        if argv[0].startswith(("--help", "-?")):
+            assert "--code" in result.stdout
+    assert not cli.asks_for_help(["x", "--", "--help"])
+    assert not cli.asks_for_help(["x", "--help=false", "--helpless"])
+    assert cli.asks_for_help(["x", "--code=2", "-helpfull"])
+
+
 def test_multiline_message_becomes_one_line():
     assert cli.error_line(errors.UserInputError("a\nb"), "x.py") == "x.py: error: a b"
 
@@ -126,7 +144,7 @@ def test_help_lists_the_scripts_flags_when_installed(tmp_path):
     result = subprocess.run([sys.executable, str(tmp_path / "wrapper.py"), "--help"],
                             capture_output=True, text=True, timeout=300, cwd=tmp_path,
                             env=dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert result.returncode == 1, result.stderr[-2000:]  # absl's exit after help
+    assert result.returncode == 0, result.stderr[-2000:]  # help given is success
     assert result.stdout.startswith("Fine-tune ALBERT on a GLUE task"), result.stdout[:500]
     for flag in ("--task_name", "--data_dir", "--learning_rate", "--train_batch_size"):
         assert f"\n  {flag}:" in result.stdout, (flag, result.stdout[-2000:])

@@ -1,5 +1,6 @@
 """GLUE features: layout and truncation by hand, TFRecord round trip, cache names."""
 
+import logging as std_logging
 import os
 
 import numpy as np
@@ -42,6 +43,21 @@ def test_pair_layout_and_truncation_from_the_longer_side():
     assert feature.input_mask == [1] * 12
     assert feature.segment_ids == [0] * 8 + [1] * 4
     assert feature.label_id == 1
+
+
+def test_the_original_example_dumps_only_at_verbosity_1(caplog):
+    """The original logged its first 5 examples per split at INFO: more than half of a short
+    run_classifier.py log. They are details now: `-v 1` (absl's logger at DEBUG) shows them."""
+    tok = _SpaceTokenizer(WORDS)
+    example = InputExample("dev-3", " ".join(WORDS[:3]), None, "1")
+    dumps = {}
+    for level in (std_logging.INFO, std_logging.DEBUG):
+        caplog.clear()
+        with caplog.at_level(level, logger="absl"):
+            for index in range(7):
+                features.convert_single_example(index, example, ["0", "1"], 8, tok, "mrpc")
+        dumps[level] = [record for record in caplog.records if "*** Example" in record.getMessage()]
+    assert not dumps[std_logging.INFO] and len(dumps[std_logging.DEBUG]) == 5
 
 
 def test_tie_pops_from_b_and_padding():

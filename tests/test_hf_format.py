@@ -4,6 +4,7 @@ loads with `AutoModel*.from_pretrained` and gives our outputs, and a folder tran
 imports into a checkpoint our models load with its outputs."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -176,6 +177,8 @@ def test_export_script_writes_a_tokenizer_transformers_reads(tmp_path, spm_model
     with open(tmp_path / "hf" / "config.json") as reader:
         assert json.load(reader)["hidden_act"] == "gelu_new"  # the original's tanh GELU
     assert (tmp_path / "hf" / "tokenizer.json").exists()
+    assert re.search(r"Tokenizer: the ids of 0 of \d+ lines of the built-in sample of numbers "
+                     r"differ .*, 0 through .*trust_remote_code=True", result.stderr)
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
     ours = tokenization.FullTokenizer(None, True, spm_model_file)
     texts = ["The Fulton County Grand Jury said Friday an investigation.", "Hello, world!",
@@ -189,6 +192,13 @@ def test_export_script_writes_a_tokenizer_transformers_reads(tmp_path, spm_model
     assert pair["token_type_ids"] == [0] * first + [1] * (len(pair["input_ids"]) - first)
     rerun = subprocess.run(result.args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert rerun.returncode != 0 and "already exists" in rerun.stderr  # nothing overwritten
+    missing = str(tmp_path / "missing.txt")
+    bad_sample = subprocess.run(result.args[:-1] + [f"--output_dir={tmp_path / 'hf2'}",
+                                                    f"--tokenizer_sample_file={missing}"],
+                                cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert bad_sample.returncode == 2, bad_sample.stderr[-2000:]
+    assert f"{missing}: --tokenizer_sample_file not found" in bad_sample.stderr
+    assert not (tmp_path / "hf2").exists()  # checked before anything is written
 
 
 def test_what_the_original_layout_cannot_hold_is_refused(tmp_path):

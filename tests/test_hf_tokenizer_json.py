@@ -21,6 +21,7 @@ from tokenizers import Tokenizer
 
 from albert_tf import checkpoints
 from albert_tf.huggingface import hf_format
+from albert_tf.huggingface.exact import digit_comma
 from albert_tf.text import hf_tokenizer, tokenization, vocab
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import features
@@ -40,7 +41,22 @@ EDGE_CASES = [
     "a ▁", "▁a", "e-mail (yes) \"q\" -- ... –£€5", "10,000, 3,5,", "0000,", "000,000,", "9,",
     " 9, ", "1,000,000,000, x", "a☃☃b ☃", "İstanbul", "ǅ Ǆ", "Straße", "<PAD> [cls] <UNK>",
     "x\u0345y \u0345", "a\u0301", "\ufeffbom", "tab\there", "ｆｕｌｌ", "٣, ٣٣,", "²,", "e.g. U.S.",
+    "16,000 people in 1886, then", "x\u0346y 6\u0346,", "16,16,", "▁16,", "1886,16,000,5,",
 ]
+# Learned (not user-defined) pieces ending in a digit and a comma, as in the released
+# 30k-clean.model and in vocabularies build_vocab.py trains on text with many numbers: the
+# original rewrites them only where SentencePiece's search chooses them.
+LEARNED_DIGIT_COMMA = {"6,": -9.0, "16,": -9.5, "▁16,": -10.0, "000,": -8.0, "0,": -9.0,
+                       "▁1,": -9.5, "5,": -10.5}
+
+
+@pytest.fixture(scope="module")
+def learned_spm_model_file(spm_model_file, tmp_path_factory):
+    """The Brown model with LEARNED_DIGIT_COMMA added as normal pieces."""
+    def add_pieces(proto):
+        for piece, score in LEARNED_DIGIT_COMMA.items():
+            proto.pieces.add(piece=piece, score=score, type=1)
+    return _mutated(spm_model_file, tmp_path_factory.mktemp("learned"), add_pieces)
 
 
 def original_ids(full_tokenizer, text, lower):
@@ -162,7 +178,8 @@ for name in ("sentencepiece", "google.protobuf"):
 import transformers
 assert importlib.util.find_spec("sentencepiece") is None
 args = json.load(open(sys.argv[1], encoding="utf-8"))
-tokenizer = transformers.AutoTokenizer.from_pretrained(args["folder"])
+tokenizer = transformers.AutoTokenizer.from_pretrained(args["folder"],
+                                                       trust_remote_code=args["trust"])
 result = {"version": transformers.__version__, "class": type(tokenizer).__name__,
           "single": tokenizer(args["lines"])["input_ids"], "pairs": {}}
 for max_length in args["max_lengths"]:
@@ -172,24 +189,36 @@ for max_length in args["max_lengths"]:
                                         encoded["attention_mask"]]
 result["special"] = tokenizer.convert_tokens_to_ids(
     [tokenizer.cls_token, tokenizer.sep_token, tokenizer.pad_token, tokenizer.mask_token])
+if args["trust"]:  # saved and loaded again, it is still the exact tokenizer
+    tokenizer.save_pretrained(args["folder"] + "_saved")
+    again = transformers.AutoTokenizer.from_pretrained(args["folder"] + "_saved",
+                                                       trust_remote_code=True)
+    result["saved"] = [type(again).__name__, again(args["lines"])["input_ids"]]
 json.dump(result, open(sys.argv[2], "w", encoding="utf-8"))
 """
 
 
-def test_auto_tokenizer_without_sentencepiece_or_protobuf(spm_model_file, lines, tmp_path):
+def _auto_tokenizer(model_file, lines, trust, tmp_path):
+    """What `_AUTO_TOKENIZER` reports on an exported folder without spiece.model."""
     folder = tmp_path / "hf"
     folder.mkdir()
-    hf_format.write_tokenizer_files(spm_model_file, True, 512, str(folder))
+    hf_format.write_tokenizer_files(model_file, True, 512, str(folder))
     os.remove(folder / "spiece.model")  # what transformers needs is tokenizer.json alone
     with open(tmp_path / "args.json", "w", encoding="utf-8") as writer:
-        json.dump({"folder": str(folder), "lines": lines[:PAIRS + 1],
-                   "max_lengths": MAX_LENGTHS}, writer)
+        json.dump({"folder": str(folder), "lines": lines, "max_lengths": MAX_LENGTHS,
+                   "trust": trust}, writer)
+    env = dict(script_env(), HF_MODULES_CACHE=str(tmp_path / "modules"))
     run = subprocess.run([sys.executable, "-c", _AUTO_TOKENIZER, str(tmp_path / "args.json"),
-                          str(tmp_path / "out.json")], cwd=REPO_ROOT, env=script_env(),
+                          str(tmp_path / "out.json")], cwd=REPO_ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     with open(tmp_path / "out.json", encoding="utf-8") as reader:
-        result = json.load(reader)
+        return json.load(reader)
+
+
+def test_auto_tokenizer_without_sentencepiece_or_protobuf(spm_model_file, lines, tmp_path):
+    result = _auto_tokenizer(spm_model_file, lines[:PAIRS + 1], False, tmp_path)
+    assert result["class"] in ("PreTrainedTokenizerFast", "TokenizersBackend")  # 4, 5
     full = tokenization.FullTokenizer(None, True, spm_model_file)
     ids = [original_ids(full, text, True) for text in lines[:PAIRS + 1]]
     assert result["single"] == [[2] + one + [3] for one in ids], result["version"]
@@ -265,3 +294,63 @@ def test_import_from_a_folder_with_one_tokenizer_file(spm_model_file, tmp_path):
                       ) == [kept]
         reader = checkpoints.list_variables(imported)
         assert "bert/embeddings/word_embeddings" in reader
+
+
+def test_learned_digit_comma_pieces_are_exact_through_the_exact_path(learned_spm_model_file,
+                                                                    lines, tmp_path):
+    """tokenizer.json can only rewrite a learned digit-comma piece wherever it occurs (so it
+    differs on some numbers); `digit_comma.exact_tokenizer`, what trust_remote_code=True loads,
+    agrees with the original on every line, pairs included; the export counts both."""
+    folder = str(tmp_path)
+    hf_format.write_tokenizer_files(learned_spm_model_file, True, 512, folder)
+    with open(tmp_path / "tokenizer_config.json", encoding="utf-8") as reader:
+        learned = json.load(reader)["learned_digit_comma_pieces"]
+    assert sorted(learned) == sorted(LEARNED_DIGIT_COMMA)
+    fast = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    exact = digit_comma.exact_tokenizer(fast, learned)
+    full = tokenization.FullTokenizer(None, True, learned_spm_model_file)
+    texts = lines + EDGE_CASES
+    ids = [original_ids(full, text, True) for text in texts]
+    wrong_fast = [text for text, encoding, one in zip(texts, fast.encode_batch(texts), ids)
+                  if encoding.ids != [2] + one + [3]]
+    wrong_exact = [text for text, encoding, one in zip(texts, exact.encode_batch(texts), ids)
+                   if encoding.ids != [2] + one + [3]]
+    assert "16,000 people in 1886, then" in wrong_fast and len(wrong_fast) > 100
+    assert not wrong_exact, f"{len(wrong_exact)} of {len(texts)} differ, e.g. {wrong_exact[:3]}"
+    pairs = list(zip(lines[:PAIRS], lines[1:PAIRS + 1]))
+    exact.enable_truncation(64, strategy="longest_first")
+    for index, encoding in enumerate(exact.encode_batch(pairs)):
+        assert (encoding.ids, encoding.type_ids) == transformers_pair(ids[index], ids[index + 1],
+                                                                      64), pairs[index]
+    encoding = exact.encode("16,000 people in 1886,", add_special_tokens=False)
+    assert encoding.tokens == ["▁16", ",000", "▁people", "▁in", "▁18", "8", "▁6", ","]
+    assert encoding.offsets[-2:] == [(20, 21), (21, 22)]  # the added "▁" stands for no text
+    sample = [line for line in lines if re.search(r"\d,", line)]
+    assert hf_format.tokenizer_differences(folder, learned_spm_model_file, True, sample) == (
+        sum(text in wrong_fast for text in sample), 0)
+
+
+def test_exact_path_refuses_a_file_without_the_learned_steps(spm_model_file, tmp_path):
+    assert digit_comma.LEARNED_CUT == hf_tokenizer.LEARNED_CUT  # the mark it removes steps by
+    path = str(tmp_path / "tokenizer.json")
+    hf_tokenizer.write(spm_model_file, path, True)
+    with pytest.raises(ValueError, match="no digit-comma step for the learned pieces"):
+        digit_comma.exact_tokenizer(Tokenizer.from_file(path), ["6,"])
+
+
+def test_auto_tokenizer_with_trust_remote_code_is_exact_on_numbers(learned_spm_model_file, lines,
+                                                                   tmp_path):
+    """The documented exact path, through transformers 4 and 5 without sentencepiece: every
+    held-out line with a digit before a comma, alone and in pairs, and after save_pretrained."""
+    numbers = [line for line in lines if re.search(r"\d,", line)][:PAIRS] + EDGE_CASES[-5:]
+    result = _auto_tokenizer(learned_spm_model_file, numbers, True, tmp_path)
+    assert result["class"] == "AlbertTfTokenizerFast"
+    full = tokenization.FullTokenizer(None, True, learned_spm_model_file)
+    ids = [original_ids(full, text, True) for text in numbers]
+    assert result["single"] == [[2] + one + [3] for one in ids], result["version"]
+    assert result["saved"] == ["AlbertTfTokenizerFast", result["single"]]
+    for max_length in MAX_LENGTHS:
+        input_ids, type_ids, _ = result["pairs"][str(max_length)]
+        for index in range(len(numbers) - 1):
+            expected = transformers_pair(ids[index], ids[index + 1], max_length)
+            assert (input_ids[index], type_ids[index]) == expected, (result["version"], index)

@@ -34,6 +34,41 @@ def test_no_cuinit_error_line_where_no_gpu_is_expected():
 
 
 
+BANNER = ("All log messages before absl::InitializeLog()", "oneDNN custom operations are on")
+
+
+@pytest.mark.slow
+def test_tensorflow_banner_hidden_unless_the_level_shows_it():
+    """TensorFlow 2.21 prints its start-up banner before it reads TF_CPP_MIN_LOG_LEVEL: importing
+    albert_tf applies the level to it (native_log); level 0 shows it, and Python's own output
+    during the import is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    code = "import albert_tf, sys\nprint('kept', file=sys.stderr)\nimport tensorflow\n"
+    quiet, loud = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  timeout=600, cwd=REPO_ROOT,
+                                  env=dict(env, PYTHONPATH=REPO_ROOT, **level))
+                   for level in ({}, {"TF_CPP_MIN_LOG_LEVEL": "0"})]
+    assert quiet.returncode == 0 and loud.returncode == 0, quiet.stderr[-2000:]
+    assert all(line not in quiet.stderr for line in BANNER), quiet.stderr[-2000:]
+    assert quiet.stderr.startswith("kept\n")
+    assert all(line in loud.stderr for line in BANNER), loud.stderr[-2000:]  # what was hidden
+
+
+def test_native_log_filter_keeps_what_the_level_shows(capfd):
+    from albert_tf import native_log
+    lines = [b"WARNING: All log messages before absl::InitializeLog() is called are written to "
+             b"STDERR", b"I0000 00:00:1795655129.619233   23095 port.cc:153] oneDNN on.",
+             b"W0000 00:00:1795655129.6 23095 cpu_feature_guard.cc:12] slow",
+             b"E1126 01:02:03.000004 1 cuda_dnn.cc:8579] Unable to register",
+             b"F0000 00:00:1.0 7 check.cc:1] Check failed", b"Traceback (most recent call last):",
+             b"  I0000 is not at the start", b"I0000 not a native line"]
+    with native_log.filtered_stderr(2):
+        os.write(2, b"\n".join(lines) + b"\n")
+    assert capfd.readouterr().err.encode().splitlines() == lines[3:]
+    assert [native_log.shown(line, 3) for line in lines[3:5]] == [False, True]
+    assert all(native_log.shown(line, 0) for line in lines)
+
+
 def test_gradient_warning_hidden_only_when_just_the_unused_pooler_lacks_gradients():
     """SQuAD and tagging heads never read the pooled output, so Keras warned "Gradients do not
     exist" for the pooler at every trace; a variable missing its gradient elsewhere is a bug

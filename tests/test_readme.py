@@ -94,6 +94,42 @@ def test_readme_is_short_and_links_resolve():
     assert not broken, "broken links: " + ", ".join(broken)
 
 
+def test_sections_and_pages_the_code_cites_exist():
+    """A script's --help (its docstring) or a message that sends the reader to README.md's
+    "<section>" (a `##` heading or a bold paragraph label such as **Pretraining**) or to a
+    docs/ page must not send them nowhere."""
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as reader:
+        readme = reader.read()
+    sections = set(re.findall(r"^#+ (.+?)\s*$", readme, flags=re.M))
+    sections |= set(re.findall(r"^\*\*(.+?)\*\*", readme, flags=re.M))
+    cited, missing = set(), []
+    for path in glob.glob(os.path.join(REPO_ROOT, "*.py")) + glob.glob(
+            os.path.join(REPO_ROOT, "albert_tf", "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as reader:
+            text = reader.read()
+        where = os.path.relpath(path, REPO_ROOT)
+        for section in re.findall(r"README(?:\.md)?,\s+\"([^\"]+)\"", text):
+            cited.add(section)
+            if section not in sections:
+                missing.append(f"{where}: README.md section {section!r}")
+        for page in re.findall(r"\bdocs/[\w.-]+\.md\b", text):
+            cited.add(page)
+            if not os.path.isfile(os.path.join(REPO_ROOT, page)):
+                missing.append(f"{where}: {page}")
+    assert "Pretraining" in cited and "docs/glue.md" in cited  # the search finds citations
+    assert not missing, "cited but absent: " + ", ".join(missing)
+
+
+def test_make_test_fetches_the_data_once_and_ends_on_the_main_suite():
+    """README's `make test` (CI's command, which reads pytest's closing line): `data` runs once,
+    the transformers 5 tests run, and the main suite's pytest comes last."""
+    lines = subprocess.run(["make", "-n", "test"], cwd=REPO_ROOT, capture_output=True,
+                           text=True, check=True, timeout=60).stdout.splitlines()
+    assert sum("albert_tf.demo.data_sources" in line for line in lines) == 1, lines
+    assert lines[-1] == ".venv/bin/python -m pytest -q tests", lines[-3:]
+    assert any(line.startswith(".venv-hf5/bin/python -m pytest") for line in lines[:-1])
+
+
 def test_no_references_to_sections_outside_the_repository():
     """Docs and code state facts themselves; a "§" pointing at a document a reader cannot open
     is a dead end."""
@@ -129,6 +165,27 @@ def fenced_commands(path):
 
 def _flag_values(argv, name):
     return [word.split("=", 1)[1] for word in argv if word.startswith(f"--{name}=")]
+
+
+_PATH_FLAGS = {"input", "input_file", "output_file", "model_prefix", "output_dir", "data_dir",
+               "export_dir", "init_checkpoint", "spm_model_file", "hf_model_dir"}
+
+
+def test_folders_of_the_readme_commands_are_ignored_by_git():
+    """Running the README's commands in the checkout (user inputs corpus/ and glue_data/, the
+    outputs vocab/, pretrain/, out/...) leaves no untracked folder for `git status` to show."""
+    with open(os.path.join(REPO_ROOT, ".gitignore"), encoding="utf-8") as reader:
+        ignored = {line.strip().strip("/") for line in reader if line.strip()}
+    roots = set()
+    for _, argv in fenced_commands(os.path.join(REPO_ROOT, "README.md")):
+        for name, value in (word[2:].split("=", 1) for word in argv
+                            if word.startswith("--") and "=" in word):
+            root = value.split("/")[0]
+            if name in _PATH_FLAGS and not os.path.isfile(
+                    os.path.join(REPO_ROOT, root, "__init__.py")):
+                roots.add(root)
+    assert {"corpus", "glue_data", "vocab", "pretrain", "pretrain_out", "out"} <= roots
+    assert not roots - ignored, f"not in .gitignore: {sorted(roots - ignored)}"
 
 
 def test_docs_pretraining_globs_match_the_files_the_data_command_writes():

@@ -34,6 +34,16 @@ def test_reader_takes_first_and_last_columns_and_names_bad_lines(tmp_path):
     with pytest.raises(errors.UserInputError, match=r"bad.txt, line 2: expected 'token tag', got "
                                                  r"'Fulton'"):
         reader.read_sentences(bad)
+    one_per_line = _write(tmp_path / "sentences.txt", "The jury said\tat nn vbd\n"
+                                                      "It was fine\tpps bedz jj\n")
+    with pytest.raises(errors.UserInputError, match=r"sentences.txt, line 1: the tab-separated "
+                                                 r"column 'The jury said' holds 3 words"):
+        reader.read_sentences(one_per_line)
+    tags_only = _write(tmp_path / "tags.txt", "EU\tNNP\tB-ORG\nrejects\tB-X I-X\n")
+    with pytest.raises(errors.UserInputError, match=r"tags.txt, line 2: .*'B-X I-X' holds 2"):
+        reader.read_sentences(tags_only)
+    tabs = _write(tmp_path / "tabs.txt", "EU\tNNP\tB-ORG\nrejects \tVBZ\tO\n")
+    assert reader.read_sentences(tabs)[0].tags == ("B-ORG", "O")  # tab-separated CoNLL is read
     with pytest.raises(errors.UserInputError, match=r"empty.txt: no sentences"):
         reader.read_sentences(_write(tmp_path / "empty.txt", "\n\n"))
     with pytest.raises(errors.UserInputError, match=r"missing.txt: tagging file not found"):

@@ -78,8 +78,8 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
         if example.label not in label_map:
             raise errors.UserInputError(f"example {example.guid}: label {example.label!r} is not one of {label_list}")
         label_id = label_map[example.label]
-    if ex_index < _LOGGED_EXAMPLES:
-        logging.info("*** Example %s ***\ntokens: %s\ninput_ids: %s\nlabel: %s (id = %s)",
+    if ex_index < _LOGGED_EXAMPLES:  # the original's dumps, shown at -v 1
+        logging.debug("*** Example %s ***\ntokens: %s\ninput_ids: %s\nlabel: %s (id = %s)",
                      example.guid, " ".join(str(token) for token in tokens), input_ids,
                      example.label, label_id)
     return InputFeatures(input_ids + padding, input_mask + padding, segment_ids + padding, label_id)

@@ -28,13 +28,18 @@ import numpy as np
 from absl import logging
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
+from tokenizers import Tokenizer
 
 from albert_tf import checkpoints, errors
 from albert_tf.files import io_utils
-from albert_tf.text import hf_tokenizer
+from albert_tf.huggingface import exact
+from albert_tf.huggingface.exact import digit_comma
+from albert_tf.text import hf_tokenizer, tokenization
 from albert_tf.config import AlbertConfig
 
 TOKENIZER_FILES = ("spiece.model", "tokenizer.json")
+EXACT_TOKENIZER_FILES = ("tokenization_albert_tf.py", "digit_comma.py")
+EXACT_TOKENIZER_CLASS = "tokenization_albert_tf.AlbertTfTokenizerFast"
 HF_CLASS = {"pretraining": "AlbertForPreTraining",
             "classification": "AlbertForSequenceClassification",
             "regression": "AlbertForSequenceClassification",
@@ -198,19 +203,51 @@ def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
     tokenizer config. The config names `PreTrainedTokenizerFast`, which uses tokenizer.json as
     it is: transformers 5's `AlbertTokenizer` would rebuild its own pipeline from the vocabulary
     (and its own ALBERT normalisation, which differs from the original's), and would not return
-    the segment ids (`token_type_ids`) of a pair."""
+    the segment ids (`token_type_ids`) of a pair. With `trust_remote_code=True`, `AutoTokenizer`
+    loads the copied `albert_tf.huggingface.exact` files instead: tokenizer.json with the
+    digit-comma rule exact for learned pieces."""
     hf_tokenizer.write(spm_model_file, os.path.join(directory, "tokenizer.json"), do_lower_case)
     shutil.copyfile(spm_model_file, os.path.join(directory, "spiece.model"))
+    for name in EXACT_TOKENIZER_FILES:
+        shutil.copyfile(os.path.join(os.path.dirname(exact.__file__), name),
+                        os.path.join(directory, name))
     special = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
                "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                "mask_token": "[MASK]"}
+    learned = hf_tokenizer.learned_digit_comma_pieces(hf_tokenizer.read_model_proto(spm_model_file))
     tokenizer = dict(special, tokenizer_class="PreTrainedTokenizerFast",
+                     auto_map={"AutoTokenizer": [None, EXACT_TOKENIZER_CLASS]},
+                     learned_digit_comma_pieces=learned,
                      do_lower_case=do_lower_case, remove_space=True, keep_accents=False,
                      model_max_length=max_length,
                      model_input_names=["input_ids", "token_type_ids", "attention_mask"])
     for name, content in (("tokenizer_config.json", tokenizer), ("special_tokens_map.json", special)):
         with open(os.path.join(directory, name), "w", encoding="utf-8") as writer:
             json.dump(content, writer, indent=2)
+
+
+def number_sample():
+    """Lines of numbers with commas, where tokenizer.json can differ from the original (the
+    digit-comma rule): the sample `tokenizer_differences` counts on by default."""
+    return [f"in {n}, {n:,} or {n * 1009:,}, {n % 97},{n % 1000:03d} and {n / 8:,.2f},"
+            for n in range(1, 4000, 3)]
+
+
+def tokenizer_differences(folder, spm_model_file, do_lower_case, lines):
+    """(lines whose ids differ from the original tokenization through the folder's
+    tokenizer.json, through the exact path (`trust_remote_code=True`)), counted on `lines`."""
+    full = tokenization.FullTokenizer(None, do_lower_case, spm_model_file)
+    expected = [[2] + full.convert_tokens_to_ids(
+        full.tokenize(tokenization.preprocess_text(line, lower=do_lower_case))) + [3]
+        for line in lines]
+    with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as reader:
+        learned = json.load(reader)["learned_digit_comma_pieces"]
+    fast = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    counts = []
+    for tokenizer in (fast, digit_comma.exact_tokenizer(fast, learned)):
+        encodings = tokenizer.encode_batch(lines)
+        counts.append(sum(encoding.ids != ids for encoding, ids in zip(encodings, expected)))
+    return tuple(counts)
 
 
 def export_folder(config, checkpoint_path, output_dir, architecture="auto", spm_model_file=None,

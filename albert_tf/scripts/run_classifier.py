@@ -3,7 +3,7 @@ r"""Fine-tune ALBERT on a GLUE task: train, evaluate every checkpoint, predict, 
 The original run_classifier.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs), --seed and
---allow_random_init. See README.md, "GLUE".
+--allow_random_init. See docs/glue.md.
 
     python run_classifier.py --task_name=mrpc --data_dir=glue --output_dir=out/mrpc \
         --albert_config_file=albert_base/albert_config.json \

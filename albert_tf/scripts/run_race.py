@@ -3,7 +3,7 @@ r"""Fine-tune ALBERT on RACE: train, evaluate every checkpoint, test, export.
 The original run_race.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --keep_checkpoint_max,
---eval_timeout_secs), --export_dir, --seed and --allow_random_init. See README.md, "RACE".
+--eval_timeout_secs), --export_dir, --seed and --allow_random_init. See docs/race.md.
 
     python run_race.py --data_dir=data_root --output_dir=out/race \
         --albert_config_file=albert_base/albert_config.json \

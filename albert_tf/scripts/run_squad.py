@@ -5,7 +5,7 @@ default; the fine-tuning flags are those every script shares (`training.flags`: 
 --length_buckets, --albert_hub_module_handle with a local module, --allow_random_init,
 --eval_timeout_secs, precision and distribution), and new: --version_2_with_negative,
 --threshold_predict_file, --null_score_diff_threshold. It runs the shared fine-tuning flow
-with `squad.run.SquadJob`. See README.md, "SQuAD v1.1 and v2.0".
+with `squad.run.SquadJob`. See docs/squad.md.
 
     python run_squad.py --albert_config_file=albert_config.json --spm_model_file=30k-clean.model \\
         --init_checkpoint=model.ckpt-best --train_file=train-v1.1.json \\

@@ -3,7 +3,10 @@
 Extra middle columns (CoNLL-2003 has four) are ignored: the first column is the token, the last
 its tag. Every token line of a file must have the same number of columns: a line with another
 count is a file in another layout (a sentence on one line, a stray extra column) whose "tags"
-would be words, so it is refused with its file and line. `-DOCSTART-` lines are skipped. A
+would be words, so it is refused with its file and line. Columns are split on whitespace; in
+a line with a tab they are the tab-separated fields, and a field holding several words (a
+sentence on one line, `w1 w2 w3<TAB>T1 T2 T3`) is refused too, even when every line has the
+same length and would otherwise read as a token and its tag. `-DOCSTART-` lines are skipped. A
 split is `<data_dir>/{train,dev,test}.txt`.
 """
 
@@ -52,6 +55,7 @@ def read_sentences(path):
         if len(columns) < 2:
             raise TaggingDataError(f"{path}, line {number}: expected 'token tag', got "
                                    f"{line.rstrip()!r}")
+        _check_one_word_per_field(line, path, number)
         if layout is None:
             layout = (len(columns), number)
         elif len(columns) != layout[0]:
@@ -70,6 +74,20 @@ def read_sentences(path):
         raise TaggingDataError(f"{path}: no sentences (expected `token tag` lines, a blank line "
                                "between sentences)")
     return sentences
+
+
+def _check_one_word_per_field(line, path, number):
+    """Refuses a tab-separated line whose token or tag field holds several words."""
+    if "\t" not in line:
+        return
+    fields = [field.strip() for field in line.split("\t") if field.strip()]
+    crowded = next((field for field in fields if len(field.split()) > 1), None)
+    if crowded is not None:
+        raise TaggingDataError(
+            f"{path}, line {number}: the tab-separated column {crowded[:60]!r} holds "
+            f"{len(crowded.split())} words; expected one 'token tag' per line (one word in the "
+            f"token column, one tag in the tag column) and a blank line between sentences, not "
+            f"a sentence per line")
 
 
 def label_list(data_dir):

@@ -11,7 +11,9 @@ original's:
                   character of non-zero combining class dropped, lower-cased with str.lower's
                   final sigma); the model's own SentencePiece normalizer (its precompiled
                   character map, spaces collapsed and stripped, " " -> "▁", a "▁" prefix); the
-                  digit-comma rule ("000," -> "▁000", ","); cuts in the control pieces.
+                  digit-comma rule ("000," -> "▁000", ","; for a learned piece wherever it
+                  occurs, which albert_tf.huggingface.exact makes exact); cuts in the control
+                  pieces.
   pre-tokenizer   splits at the cuts and before every "▁" (no piece has one inside, so
                   SentencePiece's search never crosses it).
   model           Unigram over the model's pieces and scores, user-defined pieces scored as
@@ -41,6 +43,9 @@ SPIECE_UNDERLINE = tokenization.SPIECE_UNDERLINE
 # Marks where the digit-comma rule and the control pieces are cut; the pre-tokenizer splits there
 # and drops it. A combining character: preprocess_text has dropped every one from the text.
 CUT = "\u0345"
+# The same for the rule's approximation on learned pieces, whose steps the exact path
+# (albert_tf/huggingface/exact/digit_comma.py, which has its own copy) finds by it and removes.
+LEARNED_CUT = "\u0346"
 # Python's str.lower() turns a capital sigma into "ς" when a cased letter precedes it (here: up
 # to three case-ignorable characters between them) and none follows.
 _FINAL_SIGMA = (r"(?<=\p{Cased}|\p{Cased}\p{Case_Ignorable}|\p{Cased}\p{Case_Ignorable}{2}"
@@ -156,8 +161,11 @@ def _normalizer(proto, do_lower_case):
     ]
     for piece, cut in _control_cuts(proto, do_lower_case).items():
         steps.append(_insert(piece[:cut], CUT, piece[cut:]))
-    for piece, _ in sorted(digit_comma_pieces(proto), key=lambda item: -len(item[0])):
+    pieces = sorted(digit_comma_pieces(proto), key=lambda item: -len(item[0]))
+    for piece, _ in (item for item in pieces if item[1]):
         steps += _digit_comma_steps(piece)
+    for piece, _ in (item for item in pieces if not item[1]):  # the exact path drops these
+        steps += _digit_comma_steps(piece, LEARNED_CUT)
     return normalizers.Sequence(steps)
 
 
@@ -174,22 +182,23 @@ def _quote(text):
     return "".join(f"\\x{{{ord(char):X}}}" for char in text)
 
 
-def _digit_comma_steps(piece):
+def _digit_comma_steps(piece, cut=CUT):
     """The digit-comma rule for `piece`: the original re-encodes it without "▁" and comma (so
     SentencePiece's "▁" prefix comes back) and appends ","; here the piece gets a "▁" and is cut
-    apart from its comma and from what follows. Done as insertions when the piece is digits
+    apart from its comma and from what follows, with `cut` (LEARNED_CUT for learned pieces,
+    whose steps the exact path removes). Done as insertions when the piece is digits
     and a comma (occurrences cannot overlap), else as one replacement of the whole piece."""
     body = piece[:-1]
     if SPIECE_UNDERLINE in body[1:] or "," in body:
         digits = body.replace(SPIECE_UNDERLINE, "")
-        return [normalizers.Replace(piece, f"{CUT}{SPIECE_UNDERLINE}{digits}{CUT},{CUT}")]
+        return [normalizers.Replace(piece, f"{cut}{SPIECE_UNDERLINE}{digits}{cut},{cut}")]
     if body.startswith(SPIECE_UNDERLINE):
         start = normalizers.Replace(Regex(f"{_quote(body[0])}(?={_quote(body[1:] + ',')})"),
-                                    CUT + SPIECE_UNDERLINE)
+                                    cut + SPIECE_UNDERLINE)
     else:
         start = normalizers.Replace(Regex(f"{_quote(body[0])}(?={_quote(body[1:] + ',')})"),
-                                    CUT + SPIECE_UNDERLINE + body[0])
-    return [start, normalizers.Replace(Regex(f"(?<={_quote(body)}),"), f"{CUT},{CUT}")]
+                                    cut + SPIECE_UNDERLINE + body[0])
+    return [start, normalizers.Replace(Regex(f"(?<={_quote(body)}),"), f"{cut},{cut}")]
 
 
 def _control_cuts(proto, do_lower_case):
@@ -216,7 +225,7 @@ def _control_cuts(proto, do_lower_case):
 def _pre_tokenizer(proto, do_lower_case):
     steps = []
     if digit_comma_pieces(proto) or _control_cuts(proto, do_lower_case):
-        steps.append(pre_tokenizers.Split(CUT, "removed"))
+        steps.append(pre_tokenizers.Split(Regex(f"[{CUT}{LEARNED_CUT}]"), "removed"))
     if not any(SPIECE_UNDERLINE in piece.piece[1:] for piece in proto.pieces):
         steps.append(pre_tokenizers.Split(SPIECE_UNDERLINE, "merged_with_next"))
     return pre_tokenizers.Sequence(steps) if steps else None
@@ -240,14 +249,21 @@ def build(spm_model_file, do_lower_case=True):
                                            split=True)
     tokenizer.add_special_tokens([AddedToken(name, normalized=False, special=True)
                                   for name in SPECIAL_TOKENS])
-    learned = [piece for piece, user_defined in digit_comma_pieces(proto) if not user_defined]
+    learned = learned_digit_comma_pieces(proto)
     if learned:
         logging.warning(
             "%s: the learned pieces %s end in a digit and a comma; tokenizer.json applies the "
             "original's digit-comma rule wherever they occur, SentencePiece only where its "
-            "search chooses them, so rare numbers may be tokenized differently",
+            "search chooses them, so some numbers are tokenized differently; "
+            "AutoTokenizer.from_pretrained(folder, trust_remote_code=True) applies it exactly",
             spm_model_file, learned[:10])
     return tokenizer
+
+
+def learned_digit_comma_pieces(proto):
+    """The digit-comma pieces SentencePiece learned (not user-defined), which tokenizer.json
+    can only approximate."""
+    return [piece for piece, user_defined in digit_comma_pieces(proto) if not user_defined]
 
 
 def write(spm_model_file, path, do_lower_case=True):
