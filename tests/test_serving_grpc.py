@@ -129,7 +129,8 @@ def test_metadata_and_status_match_rest(server):
     (lambda r: setattr(r.model_spec, "name", "nope"), grpc.StatusCode.NOT_FOUND),
     (lambda r: r.model_spec.version.__setattr__("value", 8), grpc.StatusCode.NOT_FOUND),
     (lambda r: setattr(r.model_spec, "version_label", "stable"), grpc.StatusCode.INVALID_ARGUMENT),
-    (lambda r: setattr(r.model_spec, "signature_name", "nope"), grpc.StatusCode.INVALID_ARGUMENT),
+    # predict_util.cc RunPredict: an unknown signature is FAILED_PRECONDITION.
+    (lambda r: setattr(r.model_spec, "signature_name", "nope"), grpc.StatusCode.FAILED_PRECONDITION),
     (lambda r: r.inputs["x"].CopyFrom(tf.make_tensor_proto([1], dtype=tf.int64)),
      grpc.StatusCode.INVALID_ARGUMENT),
     (lambda r: r.inputs["z"].CopyFrom(tf.make_tensor_proto([1.0])), grpc.StatusCode.INVALID_ARGUMENT),
@@ -165,7 +166,7 @@ def test_grpc_requests_are_counted_in_the_prometheus_metrics(server):
     request.model_spec.name = "half"
     request.inputs["x"].CopyFrom(tf.make_tensor_proto([1.0], dtype=tf.float32))
     stub.Predict(request, timeout=30)
-    request.model_spec.signature_name = "nope"
+    request.output_filter.append("nope")
     with pytest.raises(grpc.RpcError):
         stub.Predict(request, timeout=30)
     url = f"http://127.0.0.1:{rest_server.server_address[1]}/monitoring/prometheus/metrics"

@@ -8,7 +8,7 @@ import time
 from absl import logging
 from google.protobuf import json_format
 import grpc
-from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2,
+from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2, model_pb2,
                                      model_service_pb2_grpc, prediction_service_pb2_grpc)
 
 from albert_tf.serving import model_config, tensor_requests
@@ -44,9 +44,13 @@ def _answer(context, handler, record=None):
 
 
 def served_versions(models, spec):
-    """The `ServedVersions` of the model a ModelSpec names (NOT_FOUND as TF Serving)."""
+    """The `ServedVersions` of the model a ModelSpec names (ServerCore's
+    ServableRequestFromModelSpec: INVALID_ARGUMENT without a name, NOT_FOUND for another)."""
+    if not spec.name:
+        raise ServingError("ModelSpec has no name specified.")
     if spec.name not in models:
-        raise ServingError(f"Servable not found for request: Latest({spec.name})", status=404)
+        raise ServingError(f"Servable not found for request: Latest({spec.name})",
+                           code=Code.NOT_FOUND)
     return models[spec.name]
 
 
@@ -61,6 +65,13 @@ def runner_for(models, spec):
     return versions.get()
 
 
+def require_model_spec(request):
+    """TF Serving's first check of Predict, Classify, Regress, GetModelMetadata and
+    GetModelStatus (predict_impl.cc and the others)."""
+    if not request.HasField("model_spec"):
+        raise ServingError("Missing ModelSpec")
+
+
 class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     """Predict, Classify, Regress, MultiInference and GetModelMetadata over `models`
     ({name: ServedVersions})."""
@@ -68,10 +79,13 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     def __init__(self, models, metrics):
         self.models, self.metrics = models, metrics
 
-    def _call(self, context, request, function, api, spec=None):
-        spec = spec or request.model_spec
-        return _answer(context, lambda: function(runner_for(self.models, spec), request),
-                       _recorder(self.metrics, spec.name, api))
+    def _call(self, context, request, function, api, check=require_model_spec):
+        spec = request.model_spec
+
+        def handle():
+            check(request)
+            return function(runner_for(self.models, spec), request)
+        return _answer(context, handle, _recorder(self.metrics, spec.name, api))
 
     def Predict(self, request, context):
         return self._call(context, request, tensor_requests.predict, "predict")
@@ -83,15 +97,18 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return self._call(context, request, tensor_requests.regress, "regress")
 
     def MultiInference(self, request, context):
-        if not request.tasks:
-            def refuse():
-                raise ServingError("MultiInferenceRequest has no tasks")
-            return _answer(context, refuse, _recorder(self.metrics, "", "multi_inference"))
-        return self._call(context, request, tensor_requests.multi_inference, "multi_inference",
-                          request.tasks[0].model_spec)
+        # TF Serving resolves the model of the first task's spec (multi_inference_helper.cc).
+        spec = request.tasks[0].model_spec if request.tasks else model_pb2.ModelSpec()
+        return _answer(context,
+                       lambda: tensor_requests.multi_inference(runner_for(self.models, spec),
+                                                               request),
+                       _recorder(self.metrics, spec.name, "multi_inference"))
 
     def GetModelMetadata(self, request, context):
-        return self._call(context, request, tensor_requests.metadata, "metadata")
+        def check(request):
+            require_model_spec(request)
+            tensor_requests.check_metadata_fields(request)
+        return self._call(context, request, tensor_requests.metadata, "metadata", check)
 
 
 def _recorder(metrics, model_name, api):
@@ -124,15 +141,19 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         return _answer(context, reload, _recorder(self.metrics, "", "reload_config"))
 
     def GetModelStatus(self, request, context):
+        """get_model_status_impl.cc: a version label is ignored (every version listed); a
+        model a reload removed still lists its versions (END)."""
         def status():
-            versions = served_versions(self.models, request.model_spec)
+            require_model_spec(request)
             spec = request.model_spec
-            if spec.WhichOneof("version_choice") == "version_label":
-                number = versions.get_label(spec.version_label).version
-            elif spec.WhichOneof("version_choice") == "version":
-                number = spec.version.value
-            else:
-                number = None
+            retired = self.configured.retired if self.configured is not None else {}
+            versions = self.models.get(spec.name) or retired.get(spec.name)
+            number = spec.version.value if spec.WhichOneof("version_choice") == "version" else None
+            if versions is None:
+                raise ServingError(f"Could not find any versions of model {spec.name}"
+                                   if number is None else
+                                   f"Could not find version {number} of model {spec.name}",
+                                   code=Code.NOT_FOUND)
             return json_format.ParseDict(versions.status(number),
                                          get_model_status_pb2.GetModelStatusResponse())
         return _answer(context, status,

@@ -24,12 +24,19 @@ from albert_tf.serving import model_config
 from albert_tf.serving import rest_app
 from albert_tf.serving import versions as versions_lib
 from albert_tf.serving import warmup
+from albert_tf import errors
+from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, GRAPH_CALLS, ModelRunner
 
 LISTEN_BACKLOG = 2048
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_HEADER_TIMEOUT_SECS = 10.0
 DEFAULT_MAX_CONCURRENT_MODEL_CALLS = os.cpu_count() or 1
+
+
+class StartupError(errors.UserInputError):
+    """The server cannot start: a port, file, model or version it was given is unusable (one
+    line, exit 2, naming it)."""
 
 
 class JsonErrorH11Protocol(H11Protocol):
@@ -123,29 +130,37 @@ class RestServer:
 class ModelRouter:
     """The REST API over several models (--model_config_file): each request goes to the
     `RestApp` of the model its path names, `/labels/L` turned into the label's `/versions/N`
-    (400 for a label the config does not define, as TF Serving answers); other paths (metrics,
-    unknown models) go to any one of them, which answers them as for a single model."""
+    (400 for a label the config does not define, as TF Serving answers), except in a status
+    call, which ignores the label and lists every version (GetModelStatus); a model a reload
+    removed still answers its status (versions END). Other paths (metrics, unknown models) go
+    to any one of them, which answers them as for a single model."""
 
     _MODEL = re.compile(r"/v1/models/([^/:]+)")
     _LABEL = re.compile(r"(/v1/models/[^/:]+)/labels/([^/:]+)")
 
-    def __init__(self, models, make_app):
-        self.models, self._make_app = models, make_app
+    def __init__(self, configured, make_app):
+        self.configured, self._make_app = configured, make_app
         self._apps = weakref.WeakKeyDictionary()  # a removed model's app goes with it
 
     async def __call__(self, scope, receive, send):
+        models = self.configured.models
         match = self._MODEL.match(scope.get("path", ""))
-        versions = self.models.get(match.group(1)) if match else None
+        name = match.group(1) if match else None
+        versions = models.get(name) or self.configured.retired.get(name)
         if versions is None:
-            versions = next(iter(self.models.values()), None)
+            versions = next(iter(models.values()), None)
         if versions is None:
             response = rest_app.JSONResponse({"error": "no model is configured"}, status_code=404)
             await response(scope, receive, send)
             return
         label = self._LABEL.match(scope.get("path", ""))
-        if label and label.group(2) in versions.labels:  # the label's version, by number
+        rest = scope["path"][label.end():] if label else ""
+        if label and scope.get("method") == "GET" and rest == "":  # status: label ignored
+            path = label.group(1)
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        elif label and label.group(2) in versions.labels:  # the label's version, by number
             version = versions.labels[label.group(2)]
-            path = f"{label.group(1)}/versions/{version}{scope['path'][label.end():]}"
+            path = f"{label.group(1)}/versions/{version}{rest}"
             scope = {**scope, "path": path, "raw_path": path.encode()}
         elif label:
             response = rest_app.JSONResponse(
@@ -182,33 +197,45 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         max_connections=DEFAULT_MAX_CONNECTIONS,
                         header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS,
                         model_config_file=None, config_poll_secs=0,
-                        max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS):
+                        max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+                        allow_version_labels_for_unavailable_models=False):
     """Loads the newest `num_versions` versions under `export_dir` (or the models of
     `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
     them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
     free port) and watches for new versions; returns the `RestServer` (`.grpc.port` the bound
     gRPC port). At most `max_concurrent_model_calls` graph calls run at once (None: no limit),
-    the others wait their turn."""
+    the others wait their turn. Version labels of the config must name AVAILABLE versions
+    unless `allow_version_labels_for_unavailable_models`. A model that cannot be served raises
+    a `StartupError` naming the flag, model and versions."""
     GRAPH_CALLS.set_limit(max_concurrent_model_calls)
     loader = version_loader(enable_model_warmup, batching_parameters)
 
-    def make_versions(name, base_path, policy=None, labels=None):
+    def make_versions(name, base_path, policy=None, labels=None, retry_first_load=True):
         return versions_lib.ServedVersions(
             base_path, name, max_batch_size, num_versions, policy=policy, labels=labels,
             max_num_load_retries=max_num_load_retries,
-            retry_interval_secs=load_retry_interval_secs, loader=loader)
+            retry_interval_secs=load_retry_interval_secs, loader=loader,
+            retry_first_load=retry_first_load)
 
     metrics = metrics_lib.RequestMetrics()
     if model_config_file is None:
-        lifecycle = make_versions(model_name, export_dir)
+        try:
+            lifecycle = make_versions(model_name, export_dir)
+        except ServingError as error:
+            raise StartupError(f"--model_base_path={export_dir}: {error}") from error
         lifecycle.start_polling(poll_secs)
         models = {model_name: lifecycle}
         app = rest_app.RestApp(lifecycle, metrics, max_body_bytes, request_timeout_secs)
     else:
-        lifecycle = model_config.ConfiguredModels(model_config_file, make_versions, poll_secs)
+        try:
+            lifecycle = model_config.ConfiguredModels(
+                model_config_file, make_versions, poll_secs,
+                allow_version_labels_for_unavailable_models)
+        except ServingError as error:
+            raise StartupError(f"--model_config_file={model_config_file}: {error}") from error
         lifecycle.start_polling(config_poll_secs)
         models = lifecycle.models
-        app = ModelRouter(models, lambda versions: rest_app.RestApp(
+        app = ModelRouter(lifecycle, lambda versions: rest_app.RestApp(
             versions, metrics, max_body_bytes, request_timeout_secs))
     grpc = None
     if grpc_port is not None:
