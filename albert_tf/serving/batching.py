@@ -24,7 +24,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.serving import batching_config
+from albert_tf.serving import config_protos
 from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import ModelRunner
 
@@ -67,7 +67,7 @@ class BatchingParameters:
         `max_batch_size { value: 32 } allowed_batch_sizes: [8, 32]`, read by protobuf; a
         ValueError naming `source` for a file that does not parse or asks for what the
         built-in server does not do (large batch splitting)."""
-        proto = batching_config.parse(text, source)
+        proto = config_protos.parse(text, config_protos.BatchingParametersProto, source)
         if proto.enable_large_batch_splitting.value or proto.HasField("max_execution_batch_size"):
             raise ValueError(f"{source}: enable_large_batch_splitting and "
                              f"max_execution_batch_size are not supported by the built-in server")

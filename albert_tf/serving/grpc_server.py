@@ -11,6 +11,7 @@ import grpc
 from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2, model_pb2,
                                      model_service_pb2_grpc, prediction_service_pb2_grpc)
 
+from albert_tf import errors
 from albert_tf.serving import model_config, tensor_requests
 from albert_tf.serving.errors import Code, ServingError
 
@@ -161,26 +162,47 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
 
 
 class GrpcServer:
-    """grpcio server on host:port (0 = any free port; `port` is the bound one)."""
+    """grpcio server on host:port (0 = any free port, None = no TCP port; `port` is the bound
+    one) and/or the Unix socket `socket_path`, with `channel_arguments` ([(key, value)]) and
+    `credentials` (None: insecure). A port or socket it cannot bind raises a UserInputError
+    naming the flag."""
 
     def __init__(self, models, host, port, metrics, configured=None, max_workers=64,
-                 max_concurrent_rpcs=DEFAULT_MAX_CONCURRENT_RPCS):
+                 max_concurrent_rpcs=DEFAULT_MAX_CONCURRENT_RPCS, channel_arguments=(),
+                 socket_path=None, credentials=None):
         # Above max_concurrent_rpcs grpcio answers RESOURCE_EXHAUSTED at once: overload is
-        # refused promptly instead of queued without bound.
+        # refused promptly instead of queued without bound. No SO_REUSEPORT: a port another
+        # server holds is an error, not shared.
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers, thread_name_prefix="grpc"),
             maximum_concurrent_rpcs=max_concurrent_rpcs,
             options=[("grpc.max_receive_message_length", 64 << 20),
-                     ("grpc.max_send_message_length", 64 << 20)])
+                     ("grpc.max_send_message_length", 64 << 20), ("grpc.so_reuseport", 0),
+                     *channel_arguments])
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
             PredictionService(models, metrics), self._server)
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(
             ModelService(models, metrics, configured), self._server)
-        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        self.port = self._server.add_insecure_port(address)
-        if self.port == 0:
-            raise RuntimeError(f"the gRPC server could not bind {address}")
+        self.port = None
+        if port is not None:
+            address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            self.port = self._bind(address, f"--port={port}", credentials)
+        if socket_path is not None:
+            self._bind(f"unix:{socket_path}", f"--grpc_socket_path={socket_path}", credentials)
         self._server.start()
+
+    def _bind(self, address, flag, credentials):
+        try:
+            if credentials is None:
+                bound = self._server.add_insecure_port(address)
+            else:
+                bound = self._server.add_secure_port(address, credentials)
+        except RuntimeError:
+            bound = 0
+        if bound == 0:
+            raise errors.UserInputError(f"{flag}: the gRPC server cannot listen on {address} "
+                                        f"(in use, or not an address of this host)")
+        return bound
 
     def shutdown(self, grace_secs=5):
         self._server.stop(grace_secs).wait()

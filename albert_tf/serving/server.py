@@ -18,6 +18,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from albert_tf.serving import batching
+from albert_tf.serving import grpc_listen
 from albert_tf.serving import grpc_server
 from albert_tf.serving import metrics as metrics_lib
 from albert_tf.serving import model_config
@@ -96,7 +97,12 @@ class RestServer:
                         {"header_timeout_secs": header_timeout_secs})
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
+        try:
+            listener.bind((host, port))
+        except OSError as error:
+            listener.close()
+            raise StartupError(f"--rest_api_port={port}: the REST server cannot listen on "
+                               f"{host}:{port}: {error.strerror}") from error
         self.server_address = listener.getsockname()[:2]
         # uvicorn answers 503 once its open connections reach limit_concurrency, this one
         # included: + 1 lets max_connections connections be served.
@@ -198,7 +204,8 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS,
                         model_config_file=None, config_poll_secs=0,
                         max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
-                        allow_version_labels_for_unavailable_models=False):
+                        allow_version_labels_for_unavailable_models=False,
+                        grpc_channel_arguments="", grpc_socket_path=None, ssl_config_file=None):
     """Loads the newest `num_versions` versions under `export_dir` (or the models of
     `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
     them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
@@ -206,7 +213,15 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
     gRPC port). At most `max_concurrent_model_calls` graph calls run at once (None: no limit),
     the others wait their turn. Version labels of the config must name AVAILABLE versions
     unless `allow_version_labels_for_unavailable_models`. A model that cannot be served raises
-    a `StartupError` naming the flag, model and versions."""
+    a `StartupError` naming the flag, model and versions. gRPC also listens on the Unix socket
+    `grpc_socket_path`, with TF Serving's `grpc_channel_arguments` ("key=value,...") and, given
+    `ssl_config_file` (a text-format SSLConfig), over TLS. Flags that cannot work (equal ports,
+    a bad SSL config) are refused before any model loads."""
+    if grpc_port is not None and grpc_port != 0 and grpc_port == port:
+        raise StartupError(f"--port={grpc_port} and --rest_api_port={port}: the gRPC and REST "
+                           f"APIs need different ports")
+    channel_arguments = grpc_listen.channel_arguments(grpc_channel_arguments)
+    credentials = grpc_listen.server_credentials(ssl_config_file) if ssl_config_file else None
     GRAPH_CALLS.set_limit(max_concurrent_model_calls)
     loader = version_loader(enable_model_warmup, batching_parameters)
 
@@ -238,11 +253,19 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
         app = ModelRouter(lifecycle, lambda versions: rest_app.RestApp(
             versions, metrics, max_body_bytes, request_timeout_secs))
     grpc = None
-    if grpc_port is not None:
-        configured = lifecycle if model_config_file is not None else None
-        grpc = grpc_server.GrpcServer(models, host, grpc_port, metrics, configured)
-    return RestServer(app, lifecycle, host, port, request_timeout_secs, max_connections, grpc,
-                      header_timeout_secs)
+    try:
+        if grpc_port is not None or grpc_socket_path is not None:
+            configured = lifecycle if model_config_file is not None else None
+            grpc = grpc_server.GrpcServer(models, host, grpc_port, metrics, configured,
+                                          channel_arguments=channel_arguments,
+                                          socket_path=grpc_socket_path, credentials=credentials)
+        return RestServer(app, lifecycle, host, port, request_timeout_secs, max_connections,
+                          grpc, header_timeout_secs)
+    except Exception:  # nothing keeps running behind a server that did not start
+        lifecycle.stop_polling()
+        if grpc is not None:
+            grpc.shutdown(0)
+        raise
 
 
 def model_server_command(export_dir, model_name, rest_port, grpc_port=None, extra_flags=()):
