@@ -83,10 +83,16 @@ def test_classify_regress_and_multi_inference_match_rest(server):
     request = regression_pb2.RegressionRequest()
     request.model_spec.name, request.model_spec.signature_name = "half", "regress_x"
     context = request.input.example_list_with_context
-    context.context.CopyFrom(_example(10.0))  # overridden by each example's own x
+    context.context.features.feature["unused"].int64_list.value.append(1)
     context.examples.extend(examples)
     values = [r.value for r in stub.Regress(request, timeout=30).result.regressions]
     assert values == [4.0, 1.0]
+    # A feature in both the context and an example is refused, over gRPC as over REST.
+    context.context.CopyFrom(_example(10.0))
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Regress(request, timeout=30)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.value.details() == "examples[0]: features ['x'] are also in 'context'"
     rest = _rest(rest_server, ":regress", {"signature_name": "regress_x",
                                            "examples": [{"x": 2.0}, {"x": -4.0}]})
     assert rest.get("results", rest.get("result")) == values

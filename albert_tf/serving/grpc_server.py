@@ -50,8 +50,9 @@ def served_versions(models, spec):
     if not spec.name:
         raise ServingError("ModelSpec has no name specified.")
     if spec.name not in models:
-        raise ServingError(f"Servable not found for request: Latest({spec.name})",
-                           code=Code.NOT_FOUND)
+        request = (f"Specific({spec.name}, {spec.version.value})"
+                   if spec.WhichOneof("version_choice") == "version" else f"Latest({spec.name})")
+        raise ServingError(f"Servable not found for request: {request}", code=Code.NOT_FOUND)
     return models[spec.name]
 
 

@@ -91,14 +91,19 @@ def predict(runner, request):
 
 
 def serialized_examples(model_input):
-    """The serialized tf.Examples of an `Input`: each example merged with the shared context."""
+    """The serialized tf.Examples of an `Input`: each example merged with the shared context,
+    which may not repeat one of its features (the REST rule too: one request core's rules)."""
     kind = model_input.WhichOneof("kind")
     if kind == "example_list":
         examples = list(model_input.example_list.examples)
     elif kind == "example_list_with_context":
         context = model_input.example_list_with_context.context
         examples = []
-        for example in model_input.example_list_with_context.examples:
+        for index, example in enumerate(model_input.example_list_with_context.examples):
+            # input.proto: keys in both are undefined behaviour; refused, as over REST.
+            both = sorted(set(context.features.feature) & set(example.features.feature))
+            if both:
+                raise ServingError(f"examples[{index}]: features {both} are also in 'context'")
             merged = tf.train.Example()
             merged.CopyFrom(context)
             merged.MergeFrom(example)
