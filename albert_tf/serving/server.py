@@ -85,14 +85,12 @@ class JsonErrorH11Protocol(H11Protocol):
 
 
 class RestServer:
-    """The built-in server running on a background thread. `server_address` is the bound
-    (host, port); `shutdown()` stops accepting, finishes open requests and stops polling
-    `versions` (a ServedVersions or ConfiguredModels)."""
+    """The REST front end: uvicorn running `app` on a background thread. `server_address` is
+    the bound (host, port); `shutdown()` stops accepting and finishes open requests."""
 
-    def __init__(self, app, versions, host, port, request_timeout_secs,
-                 max_connections=DEFAULT_MAX_CONNECTIONS, grpc=None,
+    def __init__(self, app, host, port, request_timeout_secs,
+                 max_connections=DEFAULT_MAX_CONNECTIONS,
                  header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS):
-        self.versions, self.grpc = versions, grpc
         protocol = type("H11Protocol", (JsonErrorH11Protocol,),
                         {"header_timeout_secs": header_timeout_secs})
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -126,11 +124,29 @@ class RestServer:
             self._thread.join(0.5)
 
     def shutdown(self):
-        self.versions.stop_polling()
-        if self.grpc is not None:
-            self.grpc.shutdown()
         self._server.should_exit = True
         self._thread.join(30)
+
+
+class ModelServer:
+    """The running built-in server: the served models (`lifecycle`, a ServedVersions or
+    ConfiguredModels, TF Serving's server core) and its front ends, `rest` and `grpc` (None
+    when off). `server_address` is REST's bound (host, port); `shutdown()` stops both front
+    ends, then the model polling."""
+
+    def __init__(self, lifecycle, rest, grpc):
+        self.lifecycle, self.rest, self.grpc = lifecycle, rest, grpc
+        self.server_address = rest.server_address
+
+    def wait(self):
+        """Blocks until the REST server stops (Ctrl-C in the main thread stops it)."""
+        self.rest.wait()
+
+    def shutdown(self):
+        self.lifecycle.stop_polling()
+        if self.grpc is not None:
+            self.grpc.shutdown()
+        self.rest.shutdown()
 
 
 class ModelRouter:
@@ -209,7 +225,7 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
     """Loads the newest `num_versions` versions under `export_dir` (or the models of
     `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
     them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
-    free port) and watches for new versions; returns the `RestServer` (`.grpc.port` the bound
+    free port) and watches for new versions; returns the `ModelServer` (`.grpc.port` the bound
     gRPC port). At most `max_concurrent_model_calls` graph calls run at once (None: no limit),
     the others wait their turn. Version labels of the config must name AVAILABLE versions
     unless `allow_version_labels_for_unavailable_models`. A model that cannot be served raises
@@ -259,8 +275,9 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
             grpc = grpc_server.GrpcServer(models, host, grpc_port, metrics, configured,
                                           channel_arguments=channel_arguments,
                                           socket_path=grpc_socket_path, credentials=credentials)
-        return RestServer(app, lifecycle, host, port, request_timeout_secs, max_connections,
-                          grpc, header_timeout_secs)
+        rest = RestServer(app, host, port, request_timeout_secs, max_connections,
+                          header_timeout_secs)
+        return ModelServer(lifecycle, rest, grpc)
     except Exception:  # nothing keeps running behind a server that did not start
         lifecycle.stop_polling()
         if grpc is not None:
