@@ -31,7 +31,7 @@ def test_batching_flags(tmp_path):
     parameters = serve.batching_parameters(_flags(f"--batching_parameters_file={path}"))
     assert (parameters.max_batch_size, parameters.num_batch_threads) == (8, 2)
     path.write_text("max_batch_size { value: 8 }\nbatch_size: 3\n")
-    with pytest.raises(errors.UserInputError, match=rf"{path}, line 2: .*'batch_size'"):
+    with pytest.raises(errors.UserInputError, match=rf"{path}: Error parsing .* 2:1 : .*batch_size"):
         serve.batching_parameters(_flags(f"--batching_parameters_file={path}"))
     with pytest.raises(errors.MissingFileError, match="no_such"):
         serve.batching_parameters(_flags(f"--batching_parameters_file={tmp_path}/no_such"))

@@ -119,11 +119,16 @@ def _wait_for(condition, timeout=60):
     raise AssertionError("condition not met in time")
 
 
-def _versions(port):
-    """The versions the status call lists, but for those still LOADING."""
+def _states(port):
+    """{version: state} of the status call."""
     status, text = _http(port, "GET", "/v1/models/m")
-    return [entry["version"] for entry in json.loads(text)["model_version_status"]
-            if entry["state"] != "LOADING"]
+    return {entry["version"]: entry["state"] for entry in json.loads(text)["model_version_status"]}
+
+
+def _versions(port):
+    """The AVAILABLE versions, highest first (unloaded ones stay listed as END)."""
+    return sorted((version for version, state in _states(port).items() if state == "AVAILABLE"),
+                  key=int, reverse=True)
 
 
 def _predict(port, path="/v1/models/m:predict"):
@@ -148,13 +153,14 @@ def test_new_versions_are_served_without_a_restart_and_old_ones_unloaded(tmp_pat
         _wait_for(lambda: _versions(port) == ["3", "2"])
         status, text = _predict(port, "/v1/models/m/versions/1:predict")
         assert status == 404 and "Specific(m, 1)" in json.loads(text)["error"]
+        assert _states(port)["1"] == "END"  # unloaded, still listed (TF Serving's monitor)
         shutil.rmtree(os.path.join(base, "3"))  # a removed version goes
         _wait_for(lambda: _versions(port) == ["2", "1"])
         assert json.loads(_predict(port)[1]) == {"predictions": [11.0]}
         os.makedirs(os.path.join(base, "4"))  # a broken version: reported, the others stay up
         with open(os.path.join(base, "4", "saved_model.pb"), "wb") as writer:
             writer.write(b"not a SavedModel")
-        _wait_for(lambda: "4" in _versions(port))
+        _wait_for(lambda: _states(port).get("4") == "END")
         statuses = json.loads(_http(port, "GET", "/v1/models/m")[1])["model_version_status"]
         broken = next(entry for entry in statuses if entry["version"] == "4")
         assert broken["state"] == "END" and broken["status"]["error_message"]

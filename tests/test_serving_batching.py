@@ -3,8 +3,11 @@ requests share one model call, each caller gets its own rows, a full queue refus
 
 import concurrent.futures
 import json
+import os
+import re
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -37,7 +40,7 @@ def _concurrently(batcher, function, inputs):
         return list(pool.map(lambda x: batcher.run(function, {"x": tf.constant(x)}), inputs))
 
 
-def test_batching_parameters_file_is_tf_servings_text_format():
+def test_batching_parameters_file_is_read_by_protobufs_text_format_parser():
     parameters = BatchingParameters.parse("""
         max_batch_size { value: 32 }   # rows per model call
         batch_timeout_micros { value: 2000 }
@@ -51,10 +54,37 @@ def test_batching_parameters_file_is_tf_servings_text_format():
             parameters.max_enqueued_batches, parameters.num_batch_threads,
             parameters.allowed_batch_sizes, parameters.pad_variable_length_inputs) == (
         32, 2000, 4, 2, [8, 32], True)
-    with pytest.raises(ValueError, match="line 2: unknown or unsupported batching parameter 'max_batch'"):
+    # Angle brackets, list syntax, a thread pool name (one pool per model here anyway).
+    parameters = BatchingParameters.parse(
+        "max_batch_size < value: 16 > allowed_batch_sizes: [8, 16] thread_pool_name { value: 'p' }")
+    assert (parameters.max_batch_size, parameters.allowed_batch_sizes) == (16, [8, 16])
+    with pytest.raises(ValueError, match=re.escape(
+            'batching.txt: Error parsing text-format tensorflow.serving.BatchingParameters: 2:1 : '
+            'Message type "tensorflow.serving.BatchingParameters" has no field named "max_batch".')):
         BatchingParameters.parse("\nmax_batch { value: 3 }", "batching.txt")
     with pytest.raises(ValueError, match="must equal max_batch_size"):
         BatchingParameters.parse("max_batch_size { value: 32 } allowed_batch_sizes: 16")
+
+
+@pytest.mark.parametrize("text, message", [
+    # TensorFlow's SharedBatchScheduler::Create and AddQueue refuse these (their texts).
+    ("num_batch_threads { value: 0 }", "num_batch_threads must be positive; was 0"),
+    ("max_batch_size { value: 0 }", "max_batch_size must be positive; was 0"),
+    ("batch_timeout_micros { value: -1 }", "batch_timeout_micros must be non-negative; was -1"),
+    ("max_enqueued_batches { value: 0 }", "max_enqueued_batches must be positive; was 0"),
+    # Three years: a lone request would wait that long.
+    ("batch_timeout_micros { value: 94608000000000 }", "batch_timeout_micros must be at most"),
+    ("enable_large_batch_splitting { value: true }", "not supported by the built-in server"),
+])
+def test_batching_parameters_a_scheduler_cannot_use_are_refused(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        BatchingParameters.parse(text, "b.txt")
+    assert str(error.value).startswith("b.txt: ")
+
+
+def test_num_batch_threads_unset_is_the_cpu_count():
+    assert BatchingParameters.parse("max_batch_size { value: 4 }").num_batch_threads == (
+        os.cpu_count() or 1)
 
 
 def test_concurrent_requests_share_model_calls_and_get_their_own_rows():
@@ -137,3 +167,76 @@ def test_rest_and_grpc_answers_are_unchanged_with_batching(tmp_path):
         assert got == [[0.5 * i + 3.0] for i in range(64)]
     finally:
         server.shutdown()
+
+
+def test_a_failing_joined_batch_is_rerun_request_by_request():
+    """A batch whose joined call fails: each caller is answered from a call of its own rows."""
+    gate = threading.Event()
+    calls = []
+
+    def refuse_negative(x):  # the error quotes every row it was given, as TF's asserts do
+        calls.append(x.numpy()[:, 0].tolist())
+        gate.wait(30)
+        if (x.numpy() < 0).any():
+            raise tf.errors.InvalidArgumentError(None, None, f"negative in {x.numpy().tolist()}")
+        return {"y": x * 2}
+
+    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1))
+    with concurrent.futures.ThreadPoolExecutor(5) as pool:
+        first = pool.submit(batcher.run, refuse_negative, {"x": tf.constant([[100]])})
+        while not calls:
+            time.sleep(0.01)  # the first batch runs (and waits), the next four gather
+        rest = [pool.submit(batcher.run, refuse_negative, {"x": tf.constant([[value]])})
+                for value in (101, -7, 102, 103)]
+        time.sleep(0.2)
+        gate.set()
+        assert first.result(30)["y"].tolist() == [[200]]
+        with pytest.raises(serving.ServingError) as error:
+            rest[1].result(30)
+        assert [rest[i].result(30)["y"].tolist() for i in (0, 2, 3)] == [[[202]], [[204]], [[206]]]
+    assert sorted(calls[1]) == [-7, 101, 102, 103]  # the joined call, then one call each
+    assert sorted(calls[2:]) == [[-7], [101], [102], [103]]
+    assert str(error.value) == "negative in [[-7]]" and error.value.status == 400
+
+
+class _Vocabulary(tf.Module):
+    """Token ids checked against a vocabulary of 100 by TF's own assert, whose error quotes
+    the ids of the whole batch it was given."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")])
+    def ids(self, ids):
+        with tf.control_dependencies([tf.debugging.assert_less(ids, 100)]):
+            return {"total": tf.reduce_sum(ids, axis=1)}
+
+
+def test_one_bad_request_in_a_batch_fails_alone_over_rest(tmp_path):
+    """--enable_batching: one request with an out-of-vocabulary id among good ones sharing
+    its batches; the good ones are answered, the bad one's error names its own ids only."""
+    module = _Vocabulary()
+    tf.saved_model.save(module, str(tmp_path / "1"), signatures={"serving_default": module.ids})
+    server = serving.start_python_server(
+        str(tmp_path), "v", port=0,
+        batching_parameters=BatchingParameters(max_batch_size=64, batch_timeout_micros=200_000,
+                                               num_batch_threads=1))
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/models/v:predict"
+
+    def call(ids):
+        body = json.dumps({"instances": [ids]}).encode()
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    try:
+        good = [[11 + i, 50 + i, 80 + i] for i in range(15)]  # ids no other request holds
+        requests = good[:7] + [[4242, 1, 2]] + good[7:]
+        with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+            answers = list(pool.map(call, requests))
+    finally:
+        server.shutdown()
+    bad = answers.pop(7)
+    assert answers == [(200, {"predictions": [sum(ids)]}) for ids in good]
+    assert bad[0] == 400 and "4242" in bad[1]["error"]
+    quoted = {int(number) for number in re.findall(r"\d+", bad[1]["error"])}
+    assert quoted.isdisjoint(id_ for ids in good for id_ in ids), bad[1]["error"]

@@ -2,6 +2,7 @@
 and labels (text-format ModelServerConfig), reread without a restart."""
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -38,6 +39,17 @@ def _get(port, path):
         return error.code, json.loads(error.read())
 
 
+def _predict_status(port, path):
+    """The HTTP status of a predict call: 404 once the model is no longer served."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}:predict",
+                                     data=json.dumps({"instances": [1.0]}).encode())
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 def _predict(port, path, x=2.0):
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}:predict",
                                      data=json.dumps({"instances": [x]}).encode())
@@ -53,8 +65,10 @@ def test_several_models_policies_labels_and_reload(tmp_path):
         write_version(bases["b"], version, offset=10.0 * version)
     config = tmp_path / "models.config"
     config.write_text(CONFIG % bases)
+    # Labels at start-up name versions not loaded yet (server_core.cc UpdateModelVersionLabelMap).
     server = serving.start_python_server(None, None, port=0, grpc_port=0, poll_secs=0.1,
-                                         model_config_file=str(config), config_poll_secs=0.1)
+                                         model_config_file=str(config), config_poll_secs=0.1,
+                                         allow_version_labels_for_unavailable_models=True)
     port = server.server_address[1]
     try:
         versions = lambda name: [e["version"] for e in _get(port, f"/v1/models/{name}")[1][  # noqa: E731
@@ -69,8 +83,10 @@ def test_several_models_policies_labels_and_reload(tmp_path):
         assert _predict(port, "/v1/models/b/labels/canary") == [21.0]
         status, body = _get(port, "/v1/models/b/labels/canary")
         assert status == 200 and body["model_version_status"][0]["version"] == "2"
+        # A status call ignores the label and lists every version (get_model_status_impl.cc).
         status, body = _get(port, "/v1/models/b/labels/beta")
-        assert status == 400 and body == {"error": "Unrecognized servable version label: beta"}
+        assert status == 200 and [e["version"] for e in body["model_version_status"]] == ["2", "1"]
+        assert _predict_status(port, "/v1/models/b/labels/beta") == 400
 
         stub = prediction_service_pb2_grpc.PredictionServiceStub(
             grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}"))
@@ -86,26 +102,33 @@ def test_several_models_policies_labels_and_reload(tmp_path):
             'config { name: "a" base_path: "%s" model_platform: "tensorflow" }' % bases["a"], "")
             .replace('key: "stable" value: 1', 'key: "stable" value: 2'))
         deadline = time.monotonic() + 30
-        while _get(port, "/v1/models/a")[0] != 404:
+        while _predict_status(port, "/v1/models/a") != 404:
             assert time.monotonic() < deadline
             time.sleep(0.1)
+        # Its version stays listed, END (server_core_test.cc ReloadConfigUnloadsModels).
+        assert [(e["version"], e["state"]) for e in _get(port, "/v1/models/a")[1][
+            "model_version_status"]] == [("2", "END")]
         assert stub.Predict(request, timeout=30).model_spec.version.value == 2
     finally:
         server.shutdown()
 
 
 @pytest.mark.parametrize("text, message", [
-    ("model_config_list { config { name: 'a' } }", "needs a name and a base_path"),
+    ("model_config_list { config { name: 'a' } }",
+     "Expected model a to have an absolute path or URI; got base_path()="),
+    ("model_config_list { config { base_path: '/x' } }", "every config needs a name"),
     ("model_config_list { config { name: 'a' base_path: '/x' } config { name: 'a' base_path: '/y' } }",
-     "named twice"),
+     "Illegal to list model a multiple times in config list"),
     ("model_config_list { config { name: 'a' base_path: '/x' model_platform: 'pytorch' } }",
      "only 'tensorflow'"),
-    ("model_config_list { nonsense: 1 }", "not a text-format ModelServerConfig"),
+    # tensorflow_model_server_test.py testBadModelConfig
+    ("model_config_list { nonsense: 1 }",
+     "Error parsing text-format tensorflow.serving.ModelServerConfig"),
 ])
 def test_bad_config_files_are_refused_naming_file_and_model(tmp_path, text, message):
     path = tmp_path / "models.config"
     path.write_text(text)
-    with pytest.raises(model_config.ModelConfigError, match=message) as error:
+    with pytest.raises(model_config.ModelConfigError, match=re.escape(message)) as error:
         model_config.parse(str(path))
     assert str(path) in str(error.value)
 
@@ -131,7 +154,7 @@ def test_handle_reload_config_request_serves_the_sent_config_until_the_file_chan
         response = stub.HandleReloadConfigRequest(request, timeout=60)
         assert response.status.error_code == 0
         assert _predict(port, "/v1/models/b") == [11.0]  # 0.5 * 2 + 10
-        assert _get(port, "/v1/models/a")[0] == 404
+        assert _predict_status(port, "/v1/models/a") == 404
         time.sleep(0.5)  # several polls of the unchanged file: the sent config stays
         assert _predict(port, "/v1/models/b") == [11.0]
 
@@ -140,14 +163,14 @@ def test_handle_reload_config_request_serves_the_sent_config_until_the_file_chan
         with pytest.raises(grpc.RpcError) as error:
             stub.HandleReloadConfigRequest(bad, timeout=30)
         assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "HandleReloadConfigRequest: model 'c': every config needs a name and a base_path" \
-            in error.value.details()
+        assert error.value.details() == ("HandleReloadConfigRequest: Expected model c to have an "
+                                         "absolute path or URI; got base_path()=")
         assert _predict(port, "/v1/models/b") == [11.0]
 
         config.write_text('model_config_list { config { name: "a" base_path: "%(a)s" '
                           'model_platform: "tensorflow" } }' % bases)  # the file changes
         deadline = time.monotonic() + 30
-        while _get(port, "/v1/models/b")[0] != 404:
+        while _predict_status(port, "/v1/models/b") != 404:
             assert time.monotonic() < deadline
             time.sleep(0.1)
         assert _predict(port, "/v1/models/a") == [2.0]

@@ -83,10 +83,16 @@ def test_classify_regress_and_multi_inference_match_rest(server):
     request = regression_pb2.RegressionRequest()
     request.model_spec.name, request.model_spec.signature_name = "half", "regress_x"
     context = request.input.example_list_with_context
-    context.context.CopyFrom(_example(10.0))  # overridden by each example's own x
+    context.context.features.feature["unused"].int64_list.value.append(1)
     context.examples.extend(examples)
     values = [r.value for r in stub.Regress(request, timeout=30).result.regressions]
     assert values == [4.0, 1.0]
+    # A feature in both the context and an example is refused, over gRPC as over REST.
+    context.context.CopyFrom(_example(10.0))
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Regress(request, timeout=30)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.value.details() == "examples[0]: features ['x'] are also in 'context'"
     rest = _rest(rest_server, ":regress", {"signature_name": "regress_x",
                                            "examples": [{"x": 2.0}, {"x": -4.0}]})
     assert rest.get("results", rest.get("result")) == values
@@ -129,7 +135,8 @@ def test_metadata_and_status_match_rest(server):
     (lambda r: setattr(r.model_spec, "name", "nope"), grpc.StatusCode.NOT_FOUND),
     (lambda r: r.model_spec.version.__setattr__("value", 8), grpc.StatusCode.NOT_FOUND),
     (lambda r: setattr(r.model_spec, "version_label", "stable"), grpc.StatusCode.INVALID_ARGUMENT),
-    (lambda r: setattr(r.model_spec, "signature_name", "nope"), grpc.StatusCode.INVALID_ARGUMENT),
+    # predict_util.cc RunPredict: an unknown signature is FAILED_PRECONDITION.
+    (lambda r: setattr(r.model_spec, "signature_name", "nope"), grpc.StatusCode.FAILED_PRECONDITION),
     (lambda r: r.inputs["x"].CopyFrom(tf.make_tensor_proto([1], dtype=tf.int64)),
      grpc.StatusCode.INVALID_ARGUMENT),
     (lambda r: r.inputs["z"].CopyFrom(tf.make_tensor_proto([1.0])), grpc.StatusCode.INVALID_ARGUMENT),
@@ -165,7 +172,7 @@ def test_grpc_requests_are_counted_in_the_prometheus_metrics(server):
     request.model_spec.name = "half"
     request.inputs["x"].CopyFrom(tf.make_tensor_proto([1.0], dtype=tf.float32))
     stub.Predict(request, timeout=30)
-    request.model_spec.signature_name = "nope"
+    request.output_filter.append("nope")
     with pytest.raises(grpc.RpcError):
         stub.Predict(request, timeout=30)
     url = f"http://127.0.0.1:{rest_server.server_address[1]}/monitoring/prometheus/metrics"

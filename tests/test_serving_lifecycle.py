@@ -71,7 +71,8 @@ def test_a_version_copied_in_non_atomically_is_retried_and_served_once_complete(
                 shutil.copytree(source, target)
             elif name != "saved_model.pb":
                 shutil.copy(source, target)
-        _wait_for(lambda: _states(versions) == {2: ("AVAILABLE", False)})
+        # An unloaded version stays listed as END (TF Serving's servable state monitor).
+        _wait_for(lambda: _states(versions) == {2: ("AVAILABLE", False), 1: ("END", False)})
         assert versions.get().version == 2
     finally:
         versions.stop_polling()
@@ -95,7 +96,8 @@ def test_a_version_is_unloaded_only_once_a_newer_one_is_available(tmp_path):
         assert _states(versions) == {2: ("LOADING", False), 1: ("AVAILABLE", False)}
         assert versions.get().version == 1
         release.set()
-        _wait_for(lambda: _states(versions) == {2: ("AVAILABLE", False)})
+        # An unloaded version stays listed as END (TF Serving's servable state monitor).
+        _wait_for(lambda: _states(versions) == {2: ("AVAILABLE", False), 1: ("END", False)})
     finally:
         release.set()
         versions.stop_polling()

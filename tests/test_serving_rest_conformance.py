@@ -573,3 +573,17 @@ def test_a_wrong_default_signature_names_itself_and_its_inputs(servers):
     assert code == 400
     assert "does not have named input: text_a" in error
     assert 'signature "serving_default" takes inputs: x (DT_FLOAT)' in error
+
+
+@pytest.mark.parametrize("path, body", [
+    (_pr(), b'{"signature_name": "regress_x_to_y", "instances": ["\xff\xfe"]}'),
+    (_pr(), b'{"signature_name": "regress_x_to_y", "inputs": ["\xff\xfe"]}'),
+    (f"{P}:regress", b'{"signature_name": "regress_x_to_y", "examples": [{"x\xff": 1.0}]}'),
+])
+def test_invalid_utf8_where_a_tf_example_is_expected_is_a_bad_request(servers, path, body):
+    """Not a TF Serving test case; TF Serving answers these 400 (a parse failure of the
+    serialized tf.Example is INVALID_ARGUMENT), not a 500 with the server's own exception."""
+    code, _, raw = _request(servers[HALF_PLUS_TWO], "POST", path, body)
+    assert code == 400, raw
+    error = json.loads(raw)["error"]
+    assert "UnicodeDecodeError" not in error and "UnicodeEncodeError" not in error

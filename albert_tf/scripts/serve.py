@@ -32,8 +32,18 @@ def define_flags(flag_values):
                   "instead of --model_base_path.")
     define.integer("model_config_file_poll_wait_seconds", 0, "Built-in server: reread "
                    "--model_config_file this often (0: never; TF Serving's flag).", lower_bound=0)
+    define.bool("allow_version_labels_for_unavailable_models", False, "Built-in server: let "
+                "the model config give a new version label to a version not yet AVAILABLE, as "
+                "at start-up (TF Serving's flag); a label in use still moves only to an "
+                "AVAILABLE version.")
     define.integer("port", 8500, "Port of the gRPC API (TF Serving's flag and default); 0: any "
                    "free port.", lower_bound=0, upper_bound=65535)
+    define.string("grpc_socket_path", "", "Also serve gRPC on this Unix socket (TF Serving's "
+                  "flag).")
+    define.string("grpc_channel_arguments", "", "Comma-separated key=value gRPC server channel "
+                  "arguments, e.g. grpc.max_connection_age_ms=2000 (TF Serving's flag).")
+    define.string("ssl_config_file", "", "Text-format SSLConfig (server_key, server_cert, "
+                  "custom_ca, client_verify): serve gRPC over TLS (TF Serving's flag).")
     define.string("host", "127.0.0.1", "Address the built-in server listens on.")
     define.multi_string("text", None, "Classify these sentences once and exit (no server).")
     define.multi_string("text_b", None, "Second sentences for pair tasks, one per --text.")
@@ -130,6 +140,11 @@ def run(flag_values):
         extra.append("--enable_batching=true")
         if flag_values.batching_parameters_file:
             extra.append(f"--batching_parameters_file={flag_values.batching_parameters_file}")
+    for name in ("grpc_socket_path", "grpc_channel_arguments", "ssl_config_file"):
+        if flag_values[name].value:
+            extra.append(f"--{name}={flag_values[name].value}")
+    if flag_values.allow_version_labels_for_unavailable_models:
+        extra.append("--allow_version_labels_for_unavailable_models=true")
     if config_file:
         extra += [f"--model_config_file={config_file}", "--model_config_file_poll_wait_seconds="
                   f"{flag_values.model_config_file_poll_wait_seconds}"]
@@ -149,9 +164,16 @@ def run(flag_values):
         max_connections=flag_values.max_connections,
         header_timeout_secs=flag_values.header_timeout_secs, model_config_file=config_file,
         max_concurrent_model_calls=flag_values.max_concurrent_model_calls or None,
-        config_poll_secs=flag_values.model_config_file_poll_wait_seconds)
-    logging.info("serving %s on http://%s:%d (REST) and gRPC port %d", config_file or export_dir,
-                 *server.server_address, server.grpc.port)
+        config_poll_secs=flag_values.model_config_file_poll_wait_seconds,
+        allow_version_labels_for_unavailable_models=(
+            flag_values.allow_version_labels_for_unavailable_models),
+        grpc_channel_arguments=flag_values.grpc_channel_arguments,
+        grpc_socket_path=flag_values.grpc_socket_path or None,
+        ssl_config_file=flag_values.ssl_config_file or None)
+    logging.info("serving %s on http://%s:%d (REST) and gRPC port %d%s", config_file or export_dir,
+                 *server.server_address, server.grpc.port,
+                 f" and socket {flag_values.grpc_socket_path}" if flag_values.grpc_socket_path
+                 else "")
     try:
         server.wait()
     except KeyboardInterrupt:

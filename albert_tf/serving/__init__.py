@@ -9,12 +9,15 @@ metrics at `/monitoring/prometheus/metrics`; the same calls over TF Serving's gR
 TF Serving's model config file, version lifecycle, warm-up and batching. A client written
 against it works unchanged against TensorFlow Serving.
 
-Modules: `model_runner` (one loaded version: input checks and the four calls), `versions` (the
-versions under an export base: policy, retries, hot reload), `rest_app` (the ASGI application),
-`metrics`, `json_values` (TF Serving's JSON conventions), `tensor_requests` (TF Serving's request
-protos), `grpc_server` (its gRPC services), `warmup` (replaying an export's warm-up requests),
-`batching` (joining concurrent requests), `server` (uvicorn + grpcio, or
-tensorflow_model_server).
+Modules, by TF Serving's concepts: server core and servable manager: `versions` (the versions
+under a base path: policy, retries, hot reload, states) and `model_config` (TF Serving's model
+config file and reloads); request core: `model_runner` (one loaded version: input checks and
+the calls), `tensor_requests` (TF Serving's request protos), `json_values` (its JSON
+conventions); front ends: `rest_app` (the ASGI application), `grpc_server` (its gRPC services)
+and `grpc_listen` (ports, Unix socket, channel arguments, TLS); `batching` (joining concurrent
+requests, callers isolated) with `config_protos` (the BatchingParameters and SSLConfig
+messages); `warmup`, `metrics`, `errors`; `server` (the `ModelServer` holding the lifecycle
+and both front ends, or tensorflow_model_server).
 """
 
 import tensorflow_text  # noqa: F401  registers the SentencePiece ops of raw-text signatures

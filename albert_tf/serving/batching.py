@@ -10,97 +10,75 @@ the next allowed size (fewer distinct shapes to warm up and optimise);
 `pad_variable_length_inputs` lets requests whose inner dimensions differ share a batch, padded
 with zeros (TF Serving repeats each tensor's first element instead; zeros keep an `input_mask`
 meaning "padding", so a padded row's answer equals its unpadded one).
+
+Callers are isolated: each request is checked against the signature (dtype, shape, batch size)
+before it joins a batch, and when a joined batch fails, each of its requests is run again
+alone (TF Serving fails them all): a bad request fails by itself, with an error about its own
+input, never quoting another caller's rows.
 """
 
 import os
-import re
 import threading
 import time
 
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.serving import config_protos
 from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import ModelRunner
 
 
+MAX_BATCH_TIMEOUT_MICROS = 60_000_000  # beyond a minute a lone request only waits
+
+
 class BatchingParameters:
-    """TF Serving's `BatchingParameters` (session_bundle_config.proto), with its defaults."""
+    """TF Serving's `BatchingParameters` (session_bundle_config.proto), with its defaults and
+    the checks of TensorFlow's SharedBatchScheduler (its error texts): `num_batch_threads`
+    unset is the CPU count, 0 is refused."""
 
     def __init__(self, max_batch_size=1000, batch_timeout_micros=0, max_enqueued_batches=10,
                  num_batch_threads=None, allowed_batch_sizes=(), pad_variable_length_inputs=False):
         self.max_batch_size, self.batch_timeout_micros = max_batch_size, batch_timeout_micros
         self.max_enqueued_batches = max_enqueued_batches
-        self.num_batch_threads = num_batch_threads or os.cpu_count() or 1
+        self.num_batch_threads = (os.cpu_count() or 1) if num_batch_threads is None \
+            else num_batch_threads
         self.allowed_batch_sizes = sorted(allowed_batch_sizes)
         self.pad_variable_length_inputs = pad_variable_length_inputs
         for name in ("max_batch_size", "max_enqueued_batches", "num_batch_threads"):
             if getattr(self, name) < 1:
-                raise ValueError(f"batching parameter {name} must be >= 1, got {getattr(self, name)}")
+                raise ValueError(f"{name} must be positive; was {getattr(self, name)}")
         if batch_timeout_micros < 0:
-            raise ValueError(f"batching parameter batch_timeout_micros must be >= 0, got "
+            raise ValueError(f"batch_timeout_micros must be non-negative; was "
                              f"{batch_timeout_micros}")
+        if batch_timeout_micros > MAX_BATCH_TIMEOUT_MICROS:
+            raise ValueError(f"batch_timeout_micros must be at most {MAX_BATCH_TIMEOUT_MICROS} "
+                             f"(one minute: a lone request waits that long for company); was "
+                             f"{batch_timeout_micros}")
+        if any(size < 1 for size in self.allowed_batch_sizes):
+            raise ValueError(f"allowed_batch_sizes must be positive; was {self.allowed_batch_sizes}")
         if self.allowed_batch_sizes and self.allowed_batch_sizes[-1] != max_batch_size:
             raise ValueError(f"the largest of allowed_batch_sizes {self.allowed_batch_sizes} must "
                              f"equal max_batch_size {max_batch_size} (as TF Serving requires)")
 
-    _WRAPPED = ("max_batch_size", "batch_timeout_micros", "max_enqueued_batches",
-                "num_batch_threads")
-    _TOKEN = re.compile(r"\s*(?:(#[^\n]*)|([A-Za-z_]\w*)|(-?\d+)|([{}:]))")
-
     @classmethod
     def parse(cls, text, source="batching parameters"):
         """The text-format proto TF Serving's `--batching_parameters_file` holds, e.g.
-        `max_batch_size { value: 32 } allowed_batch_sizes: 8 allowed_batch_sizes: 32`."""
-        tokens, position = [], 0
-        while position < len(text):
-            match = cls._TOKEN.match(text, position)
-            if match is None or match.end() == position:
-                if text[position:].strip() == "":
-                    break
-                line = text.count("\n", 0, position) + 1
-                raise ValueError(f"{source}, line {line}: cannot parse {text[position:position + 20]!r}")
-            position = match.end()
-            if match.group(1) is None:
-                tokens.append((match.group(match.lastindex),
-                               text.count("\n", 0, match.start(match.lastindex)) + 1))
-        values, allowed, index = {}, [], 0
-
-        def expect(*wanted):
-            nonlocal index
-            if index >= len(tokens) or (wanted and tokens[index][0] not in wanted):
-                found = tokens[index] if index < len(tokens) else ("end of file", "last")
-                raise ValueError(f"{source}, line {found[1]}: expected {' or '.join(wanted) or 'a value'}, "
-                                 f"found {found[0]!r}")
-            index += 1
-            return tokens[index - 1][0]
-
-        def number():
-            value = expect()
-            if not re.fullmatch(r"-?\d+", value):
-                raise ValueError(f"{source}, line {tokens[index - 1][1]}: expected an integer, "
-                                 f"found {value!r}")
-            return int(value)
-
-        while index < len(tokens):
-            name, line = tokens[index]
-            index += 1
-            if name in cls._WRAPPED:
-                if index < len(tokens) and tokens[index][0] == ":":
-                    index += 1
-                expect("{"), expect("value"), expect(":")
-                values[name] = number()
-                expect("}")
-            elif name == "allowed_batch_sizes":
-                expect(":")
-                allowed.append(number())
-            elif name == "pad_variable_length_inputs":
-                expect(":")
-                values[name] = expect("true", "false") == "true"
-            else:
-                raise ValueError(f"{source}, line {line}: unknown or unsupported batching "
-                                 f"parameter {name!r}")
-        return cls(allowed_batch_sizes=allowed, **values)
+        `max_batch_size { value: 32 } allowed_batch_sizes: [8, 32]`, read by protobuf; a
+        ValueError naming `source` for a file that does not parse or asks for what the
+        built-in server does not do (large batch splitting)."""
+        proto = config_protos.parse(text, config_protos.BatchingParametersProto, source)
+        if proto.enable_large_batch_splitting.value or proto.HasField("max_execution_batch_size"):
+            raise ValueError(f"{source}: enable_large_batch_splitting and "
+                             f"max_execution_batch_size are not supported by the built-in server")
+        values = {name: getattr(proto, name).value for name in (
+            "max_batch_size", "batch_timeout_micros", "max_enqueued_batches", "num_batch_threads")
+            if proto.HasField(name)}
+        try:
+            return cls(allowed_batch_sizes=list(proto.allowed_batch_sizes),
+                       pad_variable_length_inputs=proto.pad_variable_length_inputs, **values)
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}") from error
 
 
 class _Task:
@@ -186,10 +164,8 @@ class Batcher:
         while (batch := self._next_batch()) is not None:
             try:
                 outputs = self._run_batch(batch)
-            except Exception as error:  # every caller of the batch gets the error
-                for task in batch.tasks:
-                    task.error = error
-                    task.done.set()
+            except Exception as error:
+                self._run_alone(batch, error)
                 continue
             start = 0
             for task in batch.tasks:
@@ -197,6 +173,22 @@ class Batcher:
                                 for name, value in outputs.items()}
                 start += task.rows
                 task.done.set()
+
+    @staticmethod
+    def _run_alone(batch, error):
+        """A joined batch failed: each caller's request is run again on its own, so that a
+        bad request fails alone, with an error about its own input only (the joined call's
+        error may quote any caller's rows), and the others are answered."""
+        if len(batch.tasks) == 1:
+            batch.tasks[0].error = error
+            batch.tasks[0].done.set()
+            return
+        for task in batch.tasks:
+            try:
+                task.outputs = ModelRunner.call(batch.function, task.tensors)
+            except Exception as own_error:  # handed to this caller alone
+                task.error = own_error
+            task.done.set()
 
     def _run_batch(self, batch):
         if len(batch.tasks) == 1 and not self.parameters.allowed_batch_sizes:

@@ -8,9 +8,10 @@ import time
 from absl import logging
 from google.protobuf import json_format
 import grpc
-from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2,
+from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2, model_pb2,
                                      model_service_pb2_grpc, prediction_service_pb2_grpc)
 
+from albert_tf import errors
 from albert_tf.serving import model_config, tensor_requests
 from albert_tf.serving.errors import Code, ServingError
 
@@ -44,9 +45,14 @@ def _answer(context, handler, record=None):
 
 
 def served_versions(models, spec):
-    """The `ServedVersions` of the model a ModelSpec names (NOT_FOUND as TF Serving)."""
+    """The `ServedVersions` of the model a ModelSpec names (ServerCore's
+    ServableRequestFromModelSpec: INVALID_ARGUMENT without a name, NOT_FOUND for another)."""
+    if not spec.name:
+        raise ServingError("ModelSpec has no name specified.")
     if spec.name not in models:
-        raise ServingError(f"Servable not found for request: Latest({spec.name})", status=404)
+        request = (f"Specific({spec.name}, {spec.version.value})"
+                   if spec.WhichOneof("version_choice") == "version" else f"Latest({spec.name})")
+        raise ServingError(f"Servable not found for request: {request}", code=Code.NOT_FOUND)
     return models[spec.name]
 
 
@@ -61,6 +67,13 @@ def runner_for(models, spec):
     return versions.get()
 
 
+def require_model_spec(request):
+    """TF Serving's first check of Predict, Classify, Regress, GetModelMetadata and
+    GetModelStatus (predict_impl.cc and the others)."""
+    if not request.HasField("model_spec"):
+        raise ServingError("Missing ModelSpec")
+
+
 class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     """Predict, Classify, Regress, MultiInference and GetModelMetadata over `models`
     ({name: ServedVersions})."""
@@ -68,10 +81,13 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     def __init__(self, models, metrics):
         self.models, self.metrics = models, metrics
 
-    def _call(self, context, request, function, api, spec=None):
-        spec = spec or request.model_spec
-        return _answer(context, lambda: function(runner_for(self.models, spec), request),
-                       _recorder(self.metrics, spec.name, api))
+    def _call(self, context, request, function, api, check=require_model_spec):
+        spec = request.model_spec
+
+        def handle():
+            check(request)
+            return function(runner_for(self.models, spec), request)
+        return _answer(context, handle, _recorder(self.metrics, spec.name, api))
 
     def Predict(self, request, context):
         return self._call(context, request, tensor_requests.predict, "predict")
@@ -83,15 +99,18 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return self._call(context, request, tensor_requests.regress, "regress")
 
     def MultiInference(self, request, context):
-        if not request.tasks:
-            def refuse():
-                raise ServingError("MultiInferenceRequest has no tasks")
-            return _answer(context, refuse, _recorder(self.metrics, "", "multi_inference"))
-        return self._call(context, request, tensor_requests.multi_inference, "multi_inference",
-                          request.tasks[0].model_spec)
+        # TF Serving resolves the model of the first task's spec (multi_inference_helper.cc).
+        spec = request.tasks[0].model_spec if request.tasks else model_pb2.ModelSpec()
+        return _answer(context,
+                       lambda: tensor_requests.multi_inference(runner_for(self.models, spec),
+                                                               request),
+                       _recorder(self.metrics, spec.name, "multi_inference"))
 
     def GetModelMetadata(self, request, context):
-        return self._call(context, request, tensor_requests.metadata, "metadata")
+        def check(request):
+            require_model_spec(request)
+            tensor_requests.check_metadata_fields(request)
+        return self._call(context, request, tensor_requests.metadata, "metadata", check)
 
 
 def _recorder(metrics, model_name, api):
@@ -124,15 +143,19 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         return _answer(context, reload, _recorder(self.metrics, "", "reload_config"))
 
     def GetModelStatus(self, request, context):
+        """get_model_status_impl.cc: a version label is ignored (every version listed); a
+        model a reload removed still lists its versions (END)."""
         def status():
-            versions = served_versions(self.models, request.model_spec)
+            require_model_spec(request)
             spec = request.model_spec
-            if spec.WhichOneof("version_choice") == "version_label":
-                number = versions.get_label(spec.version_label).version
-            elif spec.WhichOneof("version_choice") == "version":
-                number = spec.version.value
-            else:
-                number = None
+            retired = self.configured.retired if self.configured is not None else {}
+            versions = self.models.get(spec.name) or retired.get(spec.name)
+            number = spec.version.value if spec.WhichOneof("version_choice") == "version" else None
+            if versions is None:
+                raise ServingError(f"Could not find any versions of model {spec.name}"
+                                   if number is None else
+                                   f"Could not find version {number} of model {spec.name}",
+                                   code=Code.NOT_FOUND)
             return json_format.ParseDict(versions.status(number),
                                          get_model_status_pb2.GetModelStatusResponse())
         return _answer(context, status,
@@ -140,26 +163,47 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
 
 
 class GrpcServer:
-    """grpcio server on host:port (0 = any free port; `port` is the bound one)."""
+    """grpcio server on host:port (0 = any free port, None = no TCP port; `port` is the bound
+    one) and/or the Unix socket `socket_path`, with `channel_arguments` ([(key, value)]) and
+    `credentials` (None: insecure). A port or socket it cannot bind raises a UserInputError
+    naming the flag."""
 
     def __init__(self, models, host, port, metrics, configured=None, max_workers=64,
-                 max_concurrent_rpcs=DEFAULT_MAX_CONCURRENT_RPCS):
+                 max_concurrent_rpcs=DEFAULT_MAX_CONCURRENT_RPCS, channel_arguments=(),
+                 socket_path=None, credentials=None):
         # Above max_concurrent_rpcs grpcio answers RESOURCE_EXHAUSTED at once: overload is
-        # refused promptly instead of queued without bound.
+        # refused promptly instead of queued without bound. No SO_REUSEPORT: a port another
+        # server holds is an error, not shared.
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers, thread_name_prefix="grpc"),
             maximum_concurrent_rpcs=max_concurrent_rpcs,
             options=[("grpc.max_receive_message_length", 64 << 20),
-                     ("grpc.max_send_message_length", 64 << 20)])
+                     ("grpc.max_send_message_length", 64 << 20), ("grpc.so_reuseport", 0),
+                     *channel_arguments])
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
             PredictionService(models, metrics), self._server)
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(
             ModelService(models, metrics, configured), self._server)
-        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        self.port = self._server.add_insecure_port(address)
-        if self.port == 0:
-            raise RuntimeError(f"the gRPC server could not bind {address}")
+        self.port = None
+        if port is not None:
+            address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            self.port = self._bind(address, f"--port={port}", credentials)
+        if socket_path is not None:
+            self._bind(f"unix:{socket_path}", f"--grpc_socket_path={socket_path}", credentials)
         self._server.start()
+
+    def _bind(self, address, flag, credentials):
+        try:
+            if credentials is None:
+                bound = self._server.add_insecure_port(address)
+            else:
+                bound = self._server.add_secure_port(address, credentials)
+        except RuntimeError:
+            bound = 0
+        if bound == 0:
+            raise errors.UserInputError(f"{flag}: the gRPC server cannot listen on {address} "
+                                        f"(in use, or not an address of this host)")
+        return bound
 
     def shutdown(self, grace_secs=5):
         self._server.stop(grace_secs).wait()

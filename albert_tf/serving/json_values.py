@@ -577,6 +577,11 @@ def _feature(content, name):
 def _example(value):
     if not isinstance(value, dict):
         raise ServingError(f"Example must be JSON object but got JSON {_json_type(value)}")
+    for name in value:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ServingError(f"Feature name {name!r} is not valid UTF-8") from error
     return tf.train.Example(features=tf.train.Features(feature={
         name: _feature(content, name) for name, content in value.items()}))
 

@@ -4,6 +4,8 @@ specific) and `version_labels`; reread every `--model_config_file_poll_wait_seco
 can be added, removed or re-labelled without a restart. gRPC's `HandleReloadConfigRequest`
 applies a `ModelServerConfig` sent by a client the same way (until the file changes again)."""
 
+import os
+import re
 import threading
 
 from absl import logging
@@ -13,6 +15,9 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from albert_tf import errors
 from albert_tf.serving import versions as versions_lib
+from albert_tf.serving.errors import Code, ServingError
+
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 class ModelConfigError(errors.UserInputError):
@@ -20,12 +25,21 @@ class ModelConfigError(errors.UserInputError):
 
 
 def read_config(path):
-    """The `ModelServerConfig` proto of the text-format file at `path`."""
+    """The `ModelServerConfig` proto of the text-format file at `path` (TF Serving's
+    ParseProtoTextFile, with protobuf's own error text)."""
+    if not tf.io.gfile.exists(path):
+        raise errors.MissingFileError(f"--model_config_file={path}: no such file")
     try:
         with tf.io.gfile.GFile(path) as reader:
             return text_format.Parse(reader.read(), model_server_config_pb2.ModelServerConfig())
-    except text_format.ParseError as error:
-        raise ModelConfigError(f"{path}: not a text-format ModelServerConfig: {error}") from error
+    except (text_format.ParseError, UnicodeDecodeError) as error:
+        raise ModelConfigError(f"{path}: Error parsing text-format "
+                               f"tensorflow.serving.ModelServerConfig: {error}") from error
+
+
+def _is_relative(base_path):
+    """TF Serving's UriIsRelativePath: neither a URI nor an absolute path."""
+    return not _URI.match(base_path) and not os.path.isabs(base_path)
 
 
 def parse(path):
@@ -42,10 +56,14 @@ def models_of(config, path):
     models, names = [], set()
     for model in config.model_config_list.config:
         where = f"{path}: model {model.name!r}"
-        if not model.name or not model.base_path:
-            raise ModelConfigError(f"{where}: every config needs a name and a base_path")
+        if not model.name:
+            raise ModelConfigError(f"{where}: every config needs a name")
         if model.name in names:
-            raise ModelConfigError(f"{where}: named twice")
+            raise ModelConfigError(f"{path}: Illegal to list model {model.name} multiple times "
+                                   f"in config list")
+        if _is_relative(model.base_path):
+            raise ModelConfigError(f"{path}: Expected model {model.name} to have an absolute "
+                                   f"path or URI; got base_path()={model.base_path}")
         if model.model_platform not in ("", "tensorflow"):
             raise ModelConfigError(f"{where}: model_platform {model.model_platform!r}; only "
                                    f"'tensorflow' is served")
@@ -64,21 +82,27 @@ def models_of(config, path):
         except ValueError as error:
             raise ModelConfigError(f"{where}: {error}") from error
         models.append((model.name, model.base_path, version_policy, dict(model.version_labels)))
-    if not models:
-        raise ModelConfigError(f"{path}: no model in model_config_list")
     return models
 
 
 class ConfiguredModels:
     """{name: ServedVersions} kept as the config file says. `models` is the live dict the REST
-    and gRPC front ends read; `make_versions(name, base_path, policy, labels)` loads a model."""
+    and gRPC front ends read, `retired` the models a reload removed (their versions listed as
+    END by the status call, as TF Serving's state monitor keeps them);
+    `make_versions(name, base_path, policy, labels, retry_first_load)` loads a model. Labels
+    may name only AVAILABLE versions unless `allow_unavailable_labels`
+    (--allow_version_labels_for_unavailable_models), and even then not move an existing label
+    to a version that is not AVAILABLE."""
 
-    def __init__(self, path, make_versions, poll_secs=versions_lib.DEFAULT_POLL_SECS):
+    def __init__(self, path, make_versions, poll_secs=versions_lib.DEFAULT_POLL_SECS,
+                 allow_unavailable_labels=False):
         self.path, self._make_versions, self._poll_secs = path, make_versions, poll_secs
-        self.models, self._base_paths = {}, {}
+        self.allow_unavailable_labels = allow_unavailable_labels
+        self.models, self.retired, self._base_paths = {}, {}, {}
         self._stop = threading.Event()
         self._applying = threading.Lock()
         self._file_config = None
+        self._first = True
         self.reload()
 
     def reload(self):
@@ -91,10 +115,34 @@ class ConfiguredModels:
 
     def apply(self, wanted):
         """Serves the models `wanted` ([(name, base_path, policy, labels)], as `parse` gives):
-        new models are loaded, removed ones dropped, policies and labels of the others updated
-        in place (their versions follow at the next rescan)."""
+        new models are loaded, removed ones retired, policies and labels of the others updated
+        in place (their versions follow at the next rescan). ServingErrors with TF Serving's
+        codes and texts: FAILED_PRECONDITION for a label on a version not available,
+        INVALID_ARGUMENT for a base path that does not exist, UNKNOWN for a new model none of
+        whose versions loads (answered at once: after the start-up, a reload does not wait
+        for load retries)."""
         with self._applying:  # the file poll and a gRPC HandleReloadConfigRequest may race
+            self._check_labels(wanted)
+            for name, base_path, *_ in wanted:
+                if not tf.io.gfile.isdir(base_path):
+                    raise ServingError(f"Could not find base path {base_path} for servable "
+                                       f"{name}", code=Code.INVALID_ARGUMENT)
             self._apply(wanted)
+            self._first = False
+
+    def _check_labels(self, wanted):
+        for name, base_path, _, labels in wanted:
+            current = self.models.get(name)
+            if current is not None and self._base_paths[name] != base_path:
+                current = None  # a new base path: its versions are not loaded yet
+            available = current.available() if current is not None else set()
+            for label, version in labels.items():
+                existing = current.labels.get(label) if current is not None else None
+                allowed = self.allow_unavailable_labels and existing in (None, version)
+                if version not in available and not allowed:
+                    raise ServingError(
+                        f"Request to assign label to version {version} of model {name}, which "
+                        f"is not currently available for inference", code=Code.FAILED_PRECONDITION)
 
     def _apply(self, wanted):
         for name, base_path, policy, labels in wanted:
@@ -102,14 +150,17 @@ class ConfiguredModels:
             if current is not None and self._base_paths[name] == base_path:
                 current.policy, current.labels = policy, labels
                 continue
-            versions = self._make_versions(name, base_path, policy, labels)
+            versions = self._make_versions(name, base_path, policy, labels,
+                                           retry_first_load=self._first)
             versions.start_polling(self._poll_secs)
             if current is not None:
                 current.stop_polling()
             self.models[name], self._base_paths[name] = versions, base_path
+            self.retired.pop(name, None)
             logging.info("serving model %s from %s", name, base_path)
         for name in set(self.models) - {name for name, *_ in wanted}:
-            self.models.pop(name).stop_polling()
+            self.retired[name] = self.models.pop(name)
+            self.retired[name].retire()
             del self._base_paths[name]
             logging.info("model %s removed from %s", name, self.path)
 

@@ -154,6 +154,10 @@ class ModelRunner:
                 return {key: value.numpy() for key, value in function(**tensors).items()}
         except tf.errors.InvalidArgumentError as error:
             raise ServingError(error.message) from error
+        except UnicodeDecodeError as error:  # TF's error text quoted input bytes not UTF-8
+            raise ServingError("the model refused an input holding bytes that are not UTF-8 "
+                               "(a string input where a serialized tf.Example is expected?); "
+                               "its error text could not be decoded") from error
         except tf.errors.OpError as error:
             raise ServingError(error.message, status=500) from error
 

@@ -8,7 +8,8 @@ case-insensitively, model name and label URL-decoded):
   OPTIONS (CORS preflight, answered when it has an http(s) Origin)
   GET  /monitoring/prometheus/metrics                              request counts and latencies
 Any other method or shape of a /v1/ path is "Malformed request" (INVALID_ARGUMENT, 400); a path
-outside /v1/ is 404. Labels need a model config file, so every label is unrecognised (400).
+outside /v1/ is 404. Labels need a model config file, so every label is unrecognised (400),
+except in a status call, which ignores it (TF Serving's GetModelStatus lists every version).
 
 The request is worked on in starlette's thread pool (the event loop keeps accepting and answering)
 in TF Serving's order: parse the JSON, check signature_name, find the model version, find the
@@ -139,8 +140,7 @@ class RestApp:
                 raise ServingError("Missing model name in request.")
             if parsed.verb == "metadata":
                 return JSONResponse(await run_in_threadpool(self._metadata, parsed))
-            self._check_model(parsed)
-            return JSONResponse(self.versions.status(parsed.version))
+            return JSONResponse(self._status(parsed))
         raise parsed.malformed()
 
     def _check_model(self, parsed):
@@ -151,6 +151,16 @@ class RestApp:
             spec = (f"Latest({parsed.name})" if parsed.version is None
                     else f"Specific({parsed.name}, {parsed.version})")
             raise ServingError(f"Servable not found for request: {spec}", code=Code.NOT_FOUND)
+
+    def _status(self, parsed):
+        """GetModelStatus: a version label is ignored (every version listed), an unknown model
+        or version is NOT_FOUND in TF Serving's words."""
+        if parsed.name != self.versions.model_name:
+            raise ServingError(f"Could not find any versions of model {parsed.name}"
+                               if parsed.version is None else
+                               f"Could not find version {parsed.version} of model {parsed.name}",
+                               code=Code.NOT_FOUND)
+        return self.versions.status(parsed.version)
 
     def _runner(self, parsed):
         self._check_model(parsed)

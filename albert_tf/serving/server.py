@@ -18,18 +18,26 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from albert_tf.serving import batching
+from albert_tf.serving import grpc_listen
 from albert_tf.serving import grpc_server
 from albert_tf.serving import metrics as metrics_lib
 from albert_tf.serving import model_config
 from albert_tf.serving import rest_app
 from albert_tf.serving import versions as versions_lib
 from albert_tf.serving import warmup
+from albert_tf import errors
+from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, GRAPH_CALLS, ModelRunner
 
 LISTEN_BACKLOG = 2048
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_HEADER_TIMEOUT_SECS = 10.0
 DEFAULT_MAX_CONCURRENT_MODEL_CALLS = os.cpu_count() or 1
+
+
+class StartupError(errors.UserInputError):
+    """The server cannot start: a port, file, model or version it was given is unusable (one
+    line, exit 2, naming it)."""
 
 
 class JsonErrorH11Protocol(H11Protocol):
@@ -77,19 +85,22 @@ class JsonErrorH11Protocol(H11Protocol):
 
 
 class RestServer:
-    """The built-in server running on a background thread. `server_address` is the bound
-    (host, port); `shutdown()` stops accepting, finishes open requests and stops polling
-    `versions` (a ServedVersions or ConfiguredModels)."""
+    """The REST front end: uvicorn running `app` on a background thread. `server_address` is
+    the bound (host, port); `shutdown()` stops accepting and finishes open requests."""
 
-    def __init__(self, app, versions, host, port, request_timeout_secs,
-                 max_connections=DEFAULT_MAX_CONNECTIONS, grpc=None,
+    def __init__(self, app, host, port, request_timeout_secs,
+                 max_connections=DEFAULT_MAX_CONNECTIONS,
                  header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS):
-        self.versions, self.grpc = versions, grpc
         protocol = type("H11Protocol", (JsonErrorH11Protocol,),
                         {"header_timeout_secs": header_timeout_secs})
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
+        try:
+            listener.bind((host, port))
+        except OSError as error:
+            listener.close()
+            raise StartupError(f"--rest_api_port={port}: the REST server cannot listen on "
+                               f"{host}:{port}: {error.strerror}") from error
         self.server_address = listener.getsockname()[:2]
         # uvicorn answers 503 once its open connections reach limit_concurrency, this one
         # included: + 1 lets max_connections connections be served.
@@ -113,39 +124,65 @@ class RestServer:
             self._thread.join(0.5)
 
     def shutdown(self):
-        self.versions.stop_polling()
-        if self.grpc is not None:
-            self.grpc.shutdown()
         self._server.should_exit = True
         self._thread.join(30)
+
+
+class ModelServer:
+    """The running built-in server: the served models (`lifecycle`, a ServedVersions or
+    ConfiguredModels, TF Serving's server core) and its front ends, `rest` and `grpc` (None
+    when off). `server_address` is REST's bound (host, port); `shutdown()` stops both front
+    ends, then the model polling."""
+
+    def __init__(self, lifecycle, rest, grpc):
+        self.lifecycle, self.rest, self.grpc = lifecycle, rest, grpc
+        self.server_address = rest.server_address
+
+    def wait(self):
+        """Blocks until the REST server stops (Ctrl-C in the main thread stops it)."""
+        self.rest.wait()
+
+    def shutdown(self):
+        self.lifecycle.stop_polling()
+        if self.grpc is not None:
+            self.grpc.shutdown()
+        self.rest.shutdown()
 
 
 class ModelRouter:
     """The REST API over several models (--model_config_file): each request goes to the
     `RestApp` of the model its path names, `/labels/L` turned into the label's `/versions/N`
-    (400 for a label the config does not define, as TF Serving answers); other paths (metrics,
-    unknown models) go to any one of them, which answers them as for a single model."""
+    (400 for a label the config does not define, as TF Serving answers), except in a status
+    call, which ignores the label and lists every version (GetModelStatus); a model a reload
+    removed still answers its status (versions END). Other paths (metrics, unknown models) go
+    to any one of them, which answers them as for a single model."""
 
     _MODEL = re.compile(r"/v1/models/([^/:]+)")
     _LABEL = re.compile(r"(/v1/models/[^/:]+)/labels/([^/:]+)")
 
-    def __init__(self, models, make_app):
-        self.models, self._make_app = models, make_app
+    def __init__(self, configured, make_app):
+        self.configured, self._make_app = configured, make_app
         self._apps = weakref.WeakKeyDictionary()  # a removed model's app goes with it
 
     async def __call__(self, scope, receive, send):
+        models = self.configured.models
         match = self._MODEL.match(scope.get("path", ""))
-        versions = self.models.get(match.group(1)) if match else None
+        name = match.group(1) if match else None
+        versions = models.get(name) or self.configured.retired.get(name)
         if versions is None:
-            versions = next(iter(self.models.values()), None)
+            versions = next(iter(models.values()), None)
         if versions is None:
             response = rest_app.JSONResponse({"error": "no model is configured"}, status_code=404)
             await response(scope, receive, send)
             return
         label = self._LABEL.match(scope.get("path", ""))
-        if label and label.group(2) in versions.labels:  # the label's version, by number
+        rest = scope["path"][label.end():] if label else ""
+        if label and scope.get("method") == "GET" and rest == "":  # status: label ignored
+            path = label.group(1)
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        elif label and label.group(2) in versions.labels:  # the label's version, by number
             version = versions.labels[label.group(2)]
-            path = f"{label.group(1)}/versions/{version}{scope['path'][label.end():]}"
+            path = f"{label.group(1)}/versions/{version}{rest}"
             scope = {**scope, "path": path, "raw_path": path.encode()}
         elif label:
             response = rest_app.JSONResponse(
@@ -182,40 +219,70 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         max_connections=DEFAULT_MAX_CONNECTIONS,
                         header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS,
                         model_config_file=None, config_poll_secs=0,
-                        max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS):
+                        max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+                        allow_version_labels_for_unavailable_models=False,
+                        grpc_channel_arguments="", grpc_socket_path=None, ssl_config_file=None):
     """Loads the newest `num_versions` versions under `export_dir` (or the models of
     `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
     them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
-    free port) and watches for new versions; returns the `RestServer` (`.grpc.port` the bound
+    free port) and watches for new versions; returns the `ModelServer` (`.grpc.port` the bound
     gRPC port). At most `max_concurrent_model_calls` graph calls run at once (None: no limit),
-    the others wait their turn."""
+    the others wait their turn. Version labels of the config must name AVAILABLE versions
+    unless `allow_version_labels_for_unavailable_models`. A model that cannot be served raises
+    a `StartupError` naming the flag, model and versions. gRPC also listens on the Unix socket
+    `grpc_socket_path`, with TF Serving's `grpc_channel_arguments` ("key=value,...") and, given
+    `ssl_config_file` (a text-format SSLConfig), over TLS. Flags that cannot work (equal ports,
+    a bad SSL config) are refused before any model loads."""
+    if grpc_port is not None and grpc_port != 0 and grpc_port == port:
+        raise StartupError(f"--port={grpc_port} and --rest_api_port={port}: the gRPC and REST "
+                           f"APIs need different ports")
+    channel_arguments = grpc_listen.channel_arguments(grpc_channel_arguments)
+    credentials = grpc_listen.server_credentials(ssl_config_file) if ssl_config_file else None
     GRAPH_CALLS.set_limit(max_concurrent_model_calls)
     loader = version_loader(enable_model_warmup, batching_parameters)
 
-    def make_versions(name, base_path, policy=None, labels=None):
+    def make_versions(name, base_path, policy=None, labels=None, retry_first_load=True):
         return versions_lib.ServedVersions(
             base_path, name, max_batch_size, num_versions, policy=policy, labels=labels,
             max_num_load_retries=max_num_load_retries,
-            retry_interval_secs=load_retry_interval_secs, loader=loader)
+            retry_interval_secs=load_retry_interval_secs, loader=loader,
+            retry_first_load=retry_first_load)
 
     metrics = metrics_lib.RequestMetrics()
     if model_config_file is None:
-        lifecycle = make_versions(model_name, export_dir)
+        try:
+            lifecycle = make_versions(model_name, export_dir)
+        except ServingError as error:
+            raise StartupError(f"--model_base_path={export_dir}: {error}") from error
         lifecycle.start_polling(poll_secs)
         models = {model_name: lifecycle}
         app = rest_app.RestApp(lifecycle, metrics, max_body_bytes, request_timeout_secs)
     else:
-        lifecycle = model_config.ConfiguredModels(model_config_file, make_versions, poll_secs)
+        try:
+            lifecycle = model_config.ConfiguredModels(
+                model_config_file, make_versions, poll_secs,
+                allow_version_labels_for_unavailable_models)
+        except ServingError as error:
+            raise StartupError(f"--model_config_file={model_config_file}: {error}") from error
         lifecycle.start_polling(config_poll_secs)
         models = lifecycle.models
-        app = ModelRouter(models, lambda versions: rest_app.RestApp(
+        app = ModelRouter(lifecycle, lambda versions: rest_app.RestApp(
             versions, metrics, max_body_bytes, request_timeout_secs))
     grpc = None
-    if grpc_port is not None:
-        configured = lifecycle if model_config_file is not None else None
-        grpc = grpc_server.GrpcServer(models, host, grpc_port, metrics, configured)
-    return RestServer(app, lifecycle, host, port, request_timeout_secs, max_connections, grpc,
-                      header_timeout_secs)
+    try:
+        if grpc_port is not None or grpc_socket_path is not None:
+            configured = lifecycle if model_config_file is not None else None
+            grpc = grpc_server.GrpcServer(models, host, grpc_port, metrics, configured,
+                                          channel_arguments=channel_arguments,
+                                          socket_path=grpc_socket_path, credentials=credentials)
+        rest = RestServer(app, host, port, request_timeout_secs, max_connections,
+                          header_timeout_secs)
+        return ModelServer(lifecycle, rest, grpc)
+    except Exception:  # nothing keeps running behind a server that did not start
+        lifecycle.stop_polling()
+        if grpc is not None:
+            grpc.shutdown(0)
+        raise
 
 
 def model_server_command(export_dir, model_name, rest_port, grpc_port=None, extra_flags=()):

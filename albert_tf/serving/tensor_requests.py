@@ -8,7 +8,8 @@ from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      predict_pb2, regression_pb2)
 
 from albert_tf.export import signature_methods
-from albert_tf.serving.errors import ServingError
+from albert_tf.serving.errors import Code, ServingError
+from albert_tf.serving.model_runner import DEFAULT_SIGNATURE
 
 
 def set_model_spec(spec, runner, signature_name):
@@ -16,6 +17,26 @@ def set_model_spec(spec, runner, signature_name):
     spec.name = runner.model_name
     spec.version.value = runner.version
     spec.signature_name = signature_name or "serving_default"
+
+
+# TensorProto's typed value field per dtype (Tensor::AsProtoField, TF Serving's default).
+_VALUE_FIELDS = {tf.float32: "float_val", tf.float64: "double_val", tf.int32: "int_val",
+                 tf.int16: "int_val", tf.int8: "int_val", tf.uint8: "int_val",
+                 tf.uint16: "int_val", tf.int64: "int64_val", tf.bool: "bool_val",
+                 tf.uint32: "uint32_val", tf.uint64: "uint64_val"}
+
+
+def tensor_proto(array):
+    """An output as TF Serving answers it by default (AsProtoField): the values in the typed
+    field (`float_val`, ...), not packed in `tensor_content`, which clients that read
+    `float_val` (as TF Serving's own tests do) would find empty."""
+    array = np.asarray(array)
+    proto = tf.make_tensor_proto(array)
+    field = _VALUE_FIELDS.get(tf.dtypes.as_dtype(proto.dtype))
+    if field is not None and proto.tensor_content:
+        proto.ClearField("tensor_content")
+        getattr(proto, field).extend(array.ravel().tolist())
+    return proto
 
 
 def _ndarray(name, proto, spec):
@@ -30,38 +51,59 @@ def _ndarray(name, proto, spec):
         raise ServingError(f"input '{name}': malformed TensorProto: {error}") from error
 
 
+def _check_output_filter(request, output_names):
+    """predict_util.cc PreProcessPrediction: each filtered alias exists, none twice."""
+    seen = set()
+    for alias in request.output_filter:
+        if alias not in output_names:
+            raise ServingError(f"output tensor alias not found in signature: {alias} Outputs "
+                               f"expected to be in the set {{{','.join(sorted(output_names))}}}.")
+        if alias in seen:
+            raise ServingError(f"duplicate output tensor alias: {alias}")
+        seen.add(alias)
+
+
 def predict(runner, request):
-    """A PredictRequest's PredictResponse; `output_filter` limits the outputs returned."""
-    signature = request.model_spec.signature_name or None
+    """A PredictRequest's PredictResponse, checked as predict_util.cc does before the model
+    runs: the signature (FAILED_PRECONDITION when unknown), the inputs' names, the output
+    filter; `output_filter` limits the outputs returned."""
+    signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
+    signature_def = runner.signature_defs.get(signature)
+    if signature_def is None:
+        raise ServingError(f"Serving signature key \"{signature}\" not found.",
+                           code=Code.FAILED_PRECONDITION)
     specs = runner.input_specs(signature)
-    unknown = sorted(set(request.inputs) - set(specs))
-    missing = sorted(set(specs) - set(request.inputs))
-    if unknown or missing:
-        raise ServingError(f"inputs must be exactly {sorted(specs)}; missing {missing}, "
-                           f"unknown {unknown}")
+    sent, wanted = sorted(request.inputs), sorted(specs)
+    if sent != wanted:
+        raise ServingError(
+            f"input size does not match signature: {len(sent)}!={len(wanted)} "
+            f"len({{{','.join(sent)}}}) != len({{{','.join(wanted)}}}). Sent extra: "
+            f"{{{','.join(sorted(set(sent) - set(wanted)))}}}. Missing but required: "
+            f"{{{','.join(sorted(set(wanted) - set(sent)))}}}.")
+    _check_output_filter(request, set(signature_def.outputs))
     columns = {name: _ndarray(name, request.inputs[name], specs[name]) for name in specs}
     outputs = runner.run(signature, columns)
-    wanted = list(request.output_filter) or sorted(outputs)
-    unknown = [name for name in wanted if name not in outputs]
-    if unknown:
-        raise ServingError(f"output tensor alias not found in signature: {unknown[0]} "
-                           f"(outputs: {sorted(outputs)})")
     response = predict_pb2.PredictResponse()
     set_model_spec(response.model_spec, runner, signature)
-    for name in wanted:
-        response.outputs[name].CopyFrom(tf.make_tensor_proto(outputs[name]))
+    for name in list(request.output_filter) or sorted(outputs):
+        response.outputs[name].CopyFrom(tensor_proto(outputs[name]))
     return response
 
 
 def serialized_examples(model_input):
-    """The serialized tf.Examples of an `Input`: each example merged with the shared context."""
+    """The serialized tf.Examples of an `Input`: each example merged with the shared context,
+    which may not repeat one of its features (the REST rule too: one request core's rules)."""
     kind = model_input.WhichOneof("kind")
     if kind == "example_list":
         examples = list(model_input.example_list.examples)
     elif kind == "example_list_with_context":
         context = model_input.example_list_with_context.context
         examples = []
-        for example in model_input.example_list_with_context.examples:
+        for index, example in enumerate(model_input.example_list_with_context.examples):
+            # input.proto: keys in both are undefined behaviour; refused, as over REST.
+            both = sorted(set(context.features.feature) & set(example.features.feature))
+            if both:
+                raise ServingError(f"examples[{index}]: features {both} are also in 'context'")
             merged = tf.train.Example()
             merged.CopyFrom(context)
             merged.MergeFrom(example)
@@ -127,37 +169,58 @@ def regress(runner, request):
     return response
 
 
+def _check_tasks(runner, request):
+    """multi_inference.cc: every task names the one model, a signature once, a signature the
+    model has, and a classify or regress method (UNIMPLEMENTED otherwise); checked for every
+    task before any runs."""
+    signatures = []
+    for task in request.tasks:
+        if not task.model_spec.name:
+            raise ServingError("Found ModelSpec with an empty model name.")
+        if task.model_spec.name != request.tasks[0].model_spec.name:
+            raise ServingError("All ModelSpecs in a MultiInferenceRequest must access the same "
+                               "model name.")
+        signature = task.model_spec.signature_name or DEFAULT_SIGNATURE
+        if signature in signatures:
+            raise ServingError(f"Duplicate evaluation of signature: {signature}")
+        signatures.append(signature)
+        if signature not in runner.signature_defs:
+            raise ServingError(f"Requested signature not found in model graph: {signature}")
+        if task.method_name not in (signature_methods.CLASSIFY, signature_methods.REGRESS):
+            raise ServingError(f"Unsupported signature method_name: {task.method_name}",
+                               code=Code.UNIMPLEMENTED)
+    return signatures
+
+
 def multi_inference(runner, request):
     """Several Classify / Regress signatures of one model on the same input."""
-    if not request.tasks:
-        raise ServingError("MultiInferenceRequest has no tasks")
-    names = {task.model_spec.name for task in request.tasks}
-    if len(names) != 1:
-        raise ServingError(f"all tasks of a MultiInference must name one model, got {sorted(names)}")
-    signatures = [task.model_spec.signature_name or "serving_default" for task in request.tasks]
-    if len(set(signatures)) != len(signatures):
-        raise ServingError(f"duplicate signature in MultiInference tasks: {signatures}")
+    signatures = _check_tasks(runner, request)
+    if request.input.WhichOneof("kind") is None:
+        raise ServingError("Input is empty")
     response = inference_pb2.MultiInferenceResponse()
     for task, signature in zip(request.tasks, signatures):
         result = response.results.add()
         if task.method_name == signature_methods.CLASSIFY:
             classification_result(runner, signature, request.input, result.classification_result)
-        elif task.method_name == signature_methods.REGRESS:
-            regression_result(runner, signature, request.input, result.regression_result)
         else:
-            raise ServingError(f"Unsupported signature method_name: {task.method_name!r} "
-                               f"(MultiInference runs {signature_methods.CLASSIFY} or "
-                               f"{signature_methods.REGRESS})")
+            regression_result(runner, signature, request.input, result.regression_result)
         set_model_spec(result.model_spec, runner, signature)
     return response
 
 
+def check_metadata_fields(request):
+    """get_model_metadata_impl.cc ValidateGetModelMetadataRequest: at least one field, each
+    one TF Serving answers (signature_def)."""
+    if not request.metadata_field:
+        raise ServingError("GetModelMetadataRequest must specify at least one metadata_field")
+    for field in request.metadata_field:
+        if field != "signature_def":
+            raise ServingError(f"Metadata field {field} is not supported")
+
+
 def metadata(runner, request):
     """GetModelMetadata: the SignatureDefs, TF Serving's only metadata field."""
-    fields = list(request.metadata_field)
-    if fields != ["signature_def"]:
-        raise ServingError(f"Metadata field(s) {fields} not supported; GetModelMetadata "
-                           f"answers metadata_field 'signature_def'")
+    check_metadata_fields(request)
     signature_map = get_model_metadata_pb2.SignatureDefMap()
     for name, proto in runner.all_signature_defs.items():
         signature_map.signature_def[name].CopyFrom(proto)

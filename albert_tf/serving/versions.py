@@ -12,23 +12,36 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf import errors
-from albert_tf.serving.errors import ServingError
+from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
+from albert_tf.serving.warmup import WarmupError
 
 DEFAULT_NUM_VERSIONS = 1  # TF Serving's default policy: the latest version only
 DEFAULT_POLL_SECS = 1.0
 DEFAULT_MAX_NUM_LOAD_RETRIES = 5  # TF Serving's --max_num_load_retries
 DEFAULT_LOAD_RETRY_INTERVAL_SECS = 60.0  # TF Serving's --load_retry_interval_micros, 1 minute
+_INT64_MAX = 2 ** 63 - 1
+
+
+def version_dirs(export_dir):
+    """{version: directory name} of the version directories under `export_dir` holding a
+    saved_model.pb. As TF Serving parses them (safe_strto64): `0005` is version 5, a name
+    beyond int64 is not a version."""
+    if not tf.io.gfile.isdir(export_dir):
+        raise errors.MissingFileError(f"{export_dir}: no such export directory")
+    found = {}
+    for name in sorted(tf.io.gfile.listdir(export_dir), reverse=True):  # "5" wins over "0005"
+        name = name.rstrip("/")
+        if not re.fullmatch(r"\d+", name) or int(name) > _INT64_MAX:
+            continue
+        if tf.io.gfile.exists(os.path.join(export_dir, name, "saved_model.pb")):
+            found.setdefault(int(name), name)
+    return found
 
 
 def numeric_versions(export_dir):
     """The version numbers under `export_dir` that hold a saved_model.pb, highest first."""
-    if not tf.io.gfile.isdir(export_dir):
-        raise errors.MissingFileError(f"{export_dir}: no such export directory")
-    versions = [int(name.strip("/")) for name in tf.io.gfile.listdir(export_dir)
-                if re.fullmatch(r"\d+/?", name)]
-    return sorted((version for version in versions if tf.io.gfile.exists(
-        os.path.join(export_dir, str(version), "saved_model.pb"))), reverse=True)
+    return sorted(version_dirs(export_dir), reverse=True)
 
 
 def resolve_model_dir(export_dir):
@@ -36,11 +49,12 @@ def resolve_model_dir(export_dir):
     numeric version subdirectory holding a saved_model.pb."""
     if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
         return export_dir, None
-    versions = numeric_versions(export_dir)
+    versions = version_dirs(export_dir)
     if not versions:
         raise errors.MissingFileError(
             f"{export_dir}: neither a saved_model.pb nor a numeric version subdirectory holding one")
-    return os.path.join(export_dir, str(versions[0])), versions[0]
+    newest = max(versions)
+    return os.path.join(export_dir, versions[newest]), newest
 
 
 class VersionPolicy:
@@ -55,6 +69,11 @@ class VersionPolicy:
         if kind == "specific" and not versions:
             raise errors.UserInputError("specific version policy needs at least one version")
         self.kind, self.num_versions, self.versions = kind, num_versions, set(versions)
+
+    def __str__(self):
+        if self.kind == "latest":
+            return f"latest {self.num_versions}"
+        return "all" if self.kind == "all" else f"specific versions {sorted(self.versions)}"
 
     def choose(self, candidates):
         """The versions to serve among `candidates` (highest first)."""
@@ -84,39 +103,53 @@ class ServedVersions:
     def __init__(self, export_dir, model_name, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
                  num_versions=DEFAULT_NUM_VERSIONS, policy=None, labels=None,
                  max_num_load_retries=DEFAULT_MAX_NUM_LOAD_RETRIES,
-                 retry_interval_secs=DEFAULT_LOAD_RETRY_INTERVAL_SECS, loader=default_loader):
+                 retry_interval_secs=DEFAULT_LOAD_RETRY_INTERVAL_SECS, loader=default_loader,
+                 retry_first_load=True):
         self.export_dir, self.model_name = export_dir, model_name
         self.max_batch_size = max_batch_size
         self.policy = policy or VersionPolicy("latest", num_versions)
         self.labels = dict(labels or {})
         self.max_num_load_retries, self.retry_interval_secs = max_num_load_retries, retry_interval_secs
         self._loader = loader
-        self._runners, self._failures, self._loading = {}, {}, set()
+        self._runners, self._failures, self._loading, self._ended = {}, {}, set(), set()
+        self._dirs = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._single = tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb"))
         if self._single:
             self._runners[1] = loader(export_dir, model_name, 1, max_batch_size)
-        else:
-            resolve_model_dir(export_dir)  # a clear error when there is nothing to serve
-            self.refresh()
-            if not self._runners:
-                raise ServingError(f"{export_dir}: no version could be loaded: {self._failures}",
-                                   status=500)
+            return
+        resolve_model_dir(export_dir)  # a clear error when there is nothing to serve
+        self.refresh(None if retry_first_load else 0)
+        if not self._runners:
+            raise ServingError(self._nothing_served(), code=Code.UNKNOWN)
 
-    def _load(self, version):
-        """A runner for `version`, retried; None (and the error recorded) when it never loads."""
-        for attempt in range(self.max_num_load_retries + 1):
+    def _nothing_served(self):
+        """Why no version is served, naming the model, its base path and each version."""
+        if self._failures:
+            return ("1 model(s) did not become available: "
+                    + ", ".join(f"{{{{name: {self.model_name} version: {version}}} due to error: "
+                                f"{message}}}" for version, message in sorted(self._failures.items())))
+        return (f"model {self.model_name}: no version under {self.export_dir} matches its "
+                f"version policy ({self.policy}; versions on disk: "
+                f"{sorted(version_dirs(self.export_dir))})")
+
+    def _load(self, version, retries):
+        """A runner for `version`, retried `retries` times (a warm-up failure is not: the
+        model itself loaded, its recorded requests fail); None (and the error recorded) when
+        it never loads."""
+        for attempt in range(retries + 1):
             if attempt and self._stop.wait(self.retry_interval_secs):
                 return None
             try:
-                return self._loader(os.path.join(self.export_dir, str(version)),
+                return self._loader(os.path.join(self.export_dir, self._dirs[version]),
                                     self.model_name, version, self.max_batch_size)
             except Exception as error:  # reported by the status call; the others stay served
                 logging.warning("%s: version %d failed to load (attempt %d of %d): %s",
-                                self.export_dir, version, attempt + 1,
-                                self.max_num_load_retries + 1, error)
+                                self.export_dir, version, attempt + 1, retries + 1, error)
                 message = f"{type(error).__name__}: {error}"
+                if isinstance(error, WarmupError):
+                    break
         with self._lock:
             self._failures[version] = message
         return None
@@ -125,11 +158,15 @@ class ServedVersions:
         with self._lock:
             return self.policy.choose([v for v in on_disk if v not in self._failures])
 
-    def refresh(self):
-        """Loads the versions the policy wants, then unloads the unwanted ones, but only while
-        a wanted version is AVAILABLE."""
-        on_disk = numeric_versions(self.export_dir)
+    def refresh(self, retries=None):
+        """Loads the versions the policy wants (each retried `retries` times, None:
+        max_num_load_retries), then unloads the unwanted ones, but only while a wanted version
+        is AVAILABLE."""
+        retries = self.max_num_load_retries if retries is None else retries
+        dirs = version_dirs(self.export_dir)
+        on_disk = sorted(dirs, reverse=True)
         with self._lock:
+            self._dirs = dirs
             for version in set(self._failures) - set(on_disk):
                 del self._failures[version]  # removed from disk: a new copy may load
         wanted = self._wanted(on_disk)
@@ -140,11 +177,12 @@ class ServedVersions:
             for version in missing:
                 with self._lock:
                     self._loading.add(version)
-                runner = self._load(version)
+                runner = self._load(version, retries)
                 with self._lock:
                     self._loading.discard(version)
                     if runner is not None:
                         self._runners[version] = runner
+                        self._ended.discard(version)
                         logging.info("serving version %d of %s", version, self.model_name)
             wanted_now = self._wanted(on_disk)
             if wanted_now == wanted:
@@ -154,6 +192,7 @@ class ServedVersions:
             if any(version in self._runners for version in wanted):
                 for version in set(self._runners) - set(wanted):
                     del self._runners[version]
+                    self._ended.add(version)
                     logging.info("unloaded version %d of %s", version, self.model_name)
 
     def start_polling(self, poll_secs=DEFAULT_POLL_SECS):
@@ -190,19 +229,37 @@ class ServedVersions:
             raise ServingError(f"Unrecognized servable version label: {label}")
         return self.get(self.labels[label])
 
-    def status(self, version=None):
-        """TF Serving's GetModelStatus JSON for all versions, or for `version` (404 if unknown):
-        LOADING while a load (or its retries) runs, AVAILABLE, or END with the error of a load
-        that never succeeded; unloaded versions are no longer listed."""
+    def available(self):
+        """The versions being served."""
         with self._lock:
-            states = {number: ("LOADING", "OK", "") for number in self._loading}
+            return set(self._runners)
+
+    def retire(self):
+        """The model left the config: polling stops, every version is unloaded and stays
+        listed as END (TF Serving's servable state monitor keeps them)."""
+        self.stop_polling()
+        with self._lock:
+            self._ended.update(self._runners)
+            self._runners.clear()
+
+    def status(self, version=None):
+        """TF Serving's GetModelStatus JSON for all versions, or for `version` (NOT_FOUND with
+        its text if unknown): LOADING while a load (or its retries) runs, AVAILABLE, END once
+        unloaded, or END with the error of a load that never succeeded."""
+        with self._lock:
+            states = {number: ("END", "OK", "") for number in self._ended}
+            states.update({number: ("LOADING", "OK", "") for number in self._loading})
             states.update({number: ("AVAILABLE", "OK", "") for number in self._runners})
             states.update({number: ("END", "UNKNOWN", message)
                            for number, message in self._failures.items()})
         if version is not None:
             if version not in states:
-                self.get(version)  # raises the 404
+                raise ServingError(f"Could not find version {version} of model "
+                                   f"{self.model_name}", code=Code.NOT_FOUND)
             states = {version: states[version]}
+        if not states:
+            raise ServingError(f"Could not find any versions of model {self.model_name}",
+                               code=Code.NOT_FOUND)
         return {"model_version_status": [
             {"version": str(number), "state": state,
              "status": {"error_code": code, "error_message": message}}

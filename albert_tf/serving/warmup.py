@@ -9,10 +9,16 @@ from absl import logging
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
+from albert_tf import errors
 from albert_tf.export.warmup_requests import WARMUP_FILE
 from albert_tf.serving import tensor_requests
 
 MAX_WARMUP_RECORDS = 1000  # TF Serving's limit
+
+
+class WarmupError(errors.UserInputError):
+    """A version's warm-up file cannot be replayed; the message names the file and version.
+    Not retried: the model itself loaded, and its recorded requests fail the same way again."""
 
 
 def _replay_one(runner, log):
@@ -35,17 +41,26 @@ def replay(runner):
     path = os.path.join(runner.model_dir, WARMUP_FILE)
     if not tf.io.gfile.exists(path):
         return 0
-    count = 0
-    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
-        count += 1
-        if count > MAX_WARMUP_RECORDS:
-            raise ValueError(f"{path}: more than {MAX_WARMUP_RECORDS} warm-up records")
-        log = prediction_log_pb2.PredictionLog()
-        log.ParseFromString(record)
+    where = f"{path} (version {runner.version} of model {runner.model_name})"
+    records, count = tf.data.TFRecordDataset(path).as_numpy_iterator(), 0
+    while True:
+        record = None
         try:
+            record = next(records, None)
+            if record is None:
+                break
+            count += 1
+            if count > MAX_WARMUP_RECORDS:
+                raise WarmupError(f"{where}: more than {MAX_WARMUP_RECORDS} warm-up records")
+            log = prediction_log_pb2.PredictionLog()
+            log.ParseFromString(record)
             _replay_one(runner, log)
-        except Exception as error:
-            raise ValueError(f"{path}: warm-up record {count} failed: {error}") from error
+        except WarmupError:
+            raise
+        except Exception as error:  # a corrupt record, or a request the version refuses
+            message = getattr(error, "message", None) or str(error)
+            raise WarmupError(f"{where}: warm-up record {count if record is not None else count + 1} "
+                              f"failed: {type(error).__name__}: {message}") from error
     logging.info("warmed up version %d of %s with %d requests", runner.version,
                  runner.model_name, count)
     return count
