@@ -292,3 +292,19 @@ def test_masked_lm_budget_and_missing_files_are_clear_errors(records, tmp_path):
     done = run_python(_command(records, tmp_path, f"--eval_input_file={tmp_path}/none-*"),
                       check=False, timeout=300)
     assert done.returncode != 0 and "--eval_input_file" in done.stderr
+
+
+@pytest.mark.slow
+def test_seed_makes_two_runs_train_the_same_weights(records, tmp_path):
+    """--seed fixes the initialisation, dropout and record order: two runs end on the same
+    weights; another seed does not."""
+    final = {}
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        output_dir = tmp_path / name
+        run_python(_command(records, output_dir, "--do_train", f"--seed={seed}",
+                            "--train_batch_size=8", "--num_train_steps=6", "--num_warmup_steps=0",
+                            "--save_checkpoints_steps=6", "--iterations_per_loop=3"))
+        final[name] = checkpoints.read_tensors(str(output_dir / "model.ckpt-6"))
+    name = "bert/embeddings/word_embeddings"
+    np.testing.assert_array_equal(final["a"][name], final["b"][name])
+    assert not np.array_equal(final["a"][name], final["c"][name])

@@ -219,6 +219,7 @@ def run_demo(data_dir, output_dir, quick):
             f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={steps}",
             f"--num_warmup_steps={steps // 10}", f"--save_checkpoints_steps={steps // 2}",
             f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={precision}",
+            f"--seed={settings['pretrain_seed']}",
             f"--max_eval_steps={settings['pretrain_eval_steps']}"], log_dir)
 
     export_dir = os.path.join(output_dir, "export")

@@ -17,6 +17,7 @@ def demo_settings(quick):
         "pretrain_steps": 40 if quick else 2000,
         "pretrain_batch": 64,
         "pretrain_lr": 0.01,
+        "pretrain_seed": 1,
         "pretrain_eval_steps": 5 if quick else 40,
         "pretrain_model_overrides": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
         "finetune_steps": 30 if quick else 500,

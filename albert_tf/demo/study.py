@@ -270,7 +270,8 @@ class Study:
                 f"--train_batch_size={preset['pretrain_batch']}",
                 f"--learning_rate={preset['pretrain_lr']}", f"--num_train_steps={steps}",
                 f"--num_warmup_steps={steps // 10}", f"--save_checkpoints_steps={steps}",
-                f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={self.precision}"])
+                f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={self.precision}",
+                "--seed=1"])
             log = os.path.join(self.log_dir, f"pretrain-{name}.log")
             return {"elapsed": elapsed, "parameters": count_parameters(directory),
                     "loss": pipeline._pretraining_loss(log)}

@@ -3,7 +3,7 @@ r"""Pretrain ALBERT (masked LM + sentence order) on create_pretraining_data.py r
 The original run_pretraining.py's flags and defaults, on tf.distribute instead of
 TPUEstimator. New flags: --eval_input_file, --precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs,
---sentence_order_loss_weight. See README.md, "Pretraining".
+--sentence_order_loss_weight, --seed. See README.md, "Pretraining".
 
     python run_pretraining.py --albert_config_file=albert_config.json \
         --input_file='data/pretrain-*.tfrecord' --output_dir=out \
@@ -11,6 +11,7 @@ TPUEstimator. New flags: --eval_input_file, --precision, --enable_xla,
 """
 
 from absl import app, flags, logging
+import keras
 
 from albert_tf import cli
 from albert_tf.files import output_lock, tfrecord_check
@@ -40,6 +41,8 @@ def define_flags(flag_values):
     define.float("sentence_order_loss_weight", 1.0, "Weight of the sentence-order loss in the "
                  "total loss (new; 1 as the original, 0 trains the masked LM alone).",
                  lower_bound=0)
+    define.integer("seed", None, "Seed of weight initialisation, dropout and the order of the "
+                   "training records (new; default: unseeded).")
     training_flags.define_training_flags(
         train_batch_size=4096, eval_batch_size=64, learning_rate=0.00176, optimizer="lamb",
         save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
@@ -75,11 +78,13 @@ def run(flag_values):
                      len(input_files))
         output_lock.check_writable(flag_values.output_dir, "--output_dir")
         albert_config.write_beside(flag_values.output_dir)
+    if flag_values.seed is not None:
+        keras.utils.set_random_seed(flag_values.seed)
     strategy = training_flags.strategy_from_flags(flag_values)
     task = pretraining_task.PretrainingTask(
         albert_config, input_files, flag_values.max_seq_length,
         flag_values.max_predictions_per_seq, eval_input_files=eval_files,
-        sentence_order_loss_weight=flag_values.sentence_order_loss_weight)
+        seed=flag_values.seed, sentence_order_loss_weight=flag_values.sentence_order_loss_weight)
     config = training_flags.training_config_from_flags(
         flag_values, num_train_steps=flag_values.num_train_steps,
         num_warmup_steps=flag_values.num_warmup_steps)
