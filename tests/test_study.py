@@ -56,6 +56,13 @@ def test_the_eta_counts_the_unmeasured_kinds_apart(tmp_path):
     assert store.eta() == "0:00:20 + 1 cell(s) of kinds not yet timed"
 
 
+def test_a_resumed_run_counts_the_recorded_cells_as_done(tmp_path):
+    store = study_cells.CellStore(str(tmp_path), {"a1": "a", "a2": "a"})
+    store.run("a1", lambda directory: {})
+    resumed = study_cells.CellStore(str(tmp_path), {"a1": "a", "a2": "a"})
+    assert set(resumed.seconds) == {"a1"} and "not yet timed" not in resumed.eta()
+
+
 def _measurements(sop_heldout, nsp_heldout, scores):
     """Synthetic measurements: `sop_heldout`/`nsp_heldout`: {model: head accuracy on held-out
     SOP / NSP pairs}; `scores`: {model: [accuracies]} for both tasks."""

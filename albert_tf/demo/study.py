@@ -13,7 +13,6 @@ study.md, study.json and study.png (albert_tf/demo/study_report.py). See docs/pa
 import concurrent.futures
 import json
 import os
-import re
 import sys
 import time
 
@@ -26,6 +25,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.demo import data_sources, pipeline, precision_choice, recipe, study_cells, study_report
 from albert_tf.files import io_utils
 from albert_tf.glue import movie_reviews
+from albert_tf.pretraining.outputs import SUMMARY_SUFFIX
 
 
 def _full():
@@ -223,7 +223,7 @@ class Study:
                 f"--dupe_factor={self.preset['dupe_factor'] if split == 'train' else 1}"]
             command += ["--random_next_sentence"] if form == "nsp" else []
             elapsed += self._run(f"data-{form}-{split}", command)
-            pairs[split] = pair_composition(os.path.join(self.log_dir, f"data-{form}-{split}.log"))
+            pairs[split] = pair_composition(outputs[0] + SUMMARY_SUFFIX)
         return {"elapsed": elapsed, "text_files": text_files, "pairs": pairs}
 
     def _finetune_data(self, directory, paths):
@@ -373,21 +373,14 @@ class Study:
         return study_report.write(measurements, self.output_dir)
 
 
-_PAIRS_LINE = re.compile(r"sentence-order label 1: ([\d.]+)% \((\d+) swapped, (\d+) from another "
-                         r"document, (\d+) in order\)")
-
-
-def pair_composition(log_path):
-    """What create_pretraining_data.py logged of its sentence pairs: the fraction labelled 1
-    (not in order) and how many were swapped, from another document, in order. The original
-    takes the second segment from another document when a chunk holds one segment, SOP data
-    included, so "SOP pairs" hold some of those, and the labels are not 50/50."""
-    with open(log_path) as reader:
-        match = _PAIRS_LINE.search(reader.read())
-    if match is None:
-        raise RuntimeError(f"{log_path}: no 'sentence-order label 1: ...' line")
-    return {"label_1_fraction": float(match[1]) / 100, "swapped": int(match[2]),
-            "random_document": int(match[3]), "in_order": int(match[4])}
+def pair_composition(summary_path):
+    """What create_pretraining_data.py's summary says of its sentence pairs: the fraction
+    labelled 1 (not in order) and how many were swapped, from another document, in order. The
+    original takes the second segment from another document when a chunk holds one segment,
+    SOP data included, so "SOP pairs" hold some of those, and the labels are not 50/50."""
+    with open(summary_path) as reader:
+        order = json.load(reader)["sentence_order"]
+    return {key: order[key] for key in ("label_1_fraction", "swapped", "random_document", "in_order")}
 
 
 def count_parameters(directory):

@@ -30,7 +30,10 @@ class CellStore:
         io_utils.remove_stale_temporaries(self.cells_dir)
         self.planned = dict(planned)
         self.started = []  # the names of the cells this process ran (not skipped)
-        self.seconds = {}  # name -> measured seconds, finished cells only
+        self.seconds = {}  # name -> measured seconds, finished cells only (an earlier run's too)
+        for name in self.planned:
+            if os.path.exists(self.result_path(name)):
+                self.seconds[name] = self._record(name)["seconds"]
 
     def result_path(self, name):
         return os.path.join(self.cells_dir, f"{name}.json")
@@ -45,8 +48,7 @@ class CellStore:
             raise ValueError(f"cell {name!r} is not in the plan")
         path = self.result_path(name)
         if os.path.exists(path):
-            with open(path) as reader:
-                record = json.load(reader)
+            record = self._record(name)
             self.seconds[name] = record["seconds"]
             return record["result"]
         cell_dir = self.cell_dir(name)
@@ -66,6 +68,10 @@ class CellStore:
         print(f"##### cells done {len(self.seconds)}/{len(self.planned)} ({name}: {seconds:.0f} s); "
               f"ETA {self.eta()}", flush=True)
         return result
+
+    def _record(self, name):
+        with open(self.result_path(name)) as reader:
+            return json.load(reader)
 
     def eta(self):
         """The remaining cells' time from the mean measured time of each kind; cells of a kind

@@ -213,7 +213,8 @@ def plot(measurements, path):
         axes[-1].bar([i + offset for i in range(len(pretrained))],
                      [100 * measurements["models"][n]["heldout"][form]["sentence_order_accuracy"]
                       for n in pretrained], width=0.4, label=f"held-out {form.upper()} pairs")
-    axes[-1].axhline(50, color="grey", linestyle="--", linewidth=1)
+    for color, form in (("C0", "sop"), ("C1", "nsp")):  # chance: the majority label
+        axes[-1].axhline(100 * majority(measurements, form), color=color, linestyle="--", linewidth=1)
     axes[-1].set_title("sentence-pair head accuracy (%)")
     axes[-1].set_xticks(range(len(pretrained)), pretrained, rotation=45, ha="right")
     axes[-1].legend(fontsize=8)
