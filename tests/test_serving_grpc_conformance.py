@@ -274,7 +274,9 @@ def test_multi_inference_refusals(stubs, request_, code, text):
 # --- GetModelMetadata (get_model_metadata_impl_test.cc) ---------------------------------------
 
 def test_metadata_field_list_empty_or_invalid(stubs):
-    """get_model_metadata_impl_test.cc EmptyOrInvalidMetadataFieldList."""
+    """get_model_metadata_impl_test.cc EmptyOrInvalidMetadataFieldList, with a model named
+    so that the field check itself answers (texts of get_model_metadata_impl.cc
+    ValidateGetModelMetadataRequest and GetModelMetadataWithModelSpec)."""
     request = get_model_metadata_pb2.GetModelMetadataRequest()
     request.model_spec.name = "default"
     _fails(stubs[0].GetModelMetadata, request, grpc.StatusCode.INVALID_ARGUMENT,

@@ -39,11 +39,6 @@ def version_dirs(export_dir):
     return found
 
 
-def numeric_versions(export_dir):
-    """The version numbers under `export_dir` that hold a saved_model.pb, highest first."""
-    return sorted(version_dirs(export_dir), reverse=True)
-
-
 def resolve_model_dir(export_dir):
     """(SavedModel directory, version): `export_dir` itself (version None), or its highest
     numeric version subdirectory holding a saved_model.pb."""
