@@ -37,7 +37,7 @@ def _full():
         "max_seq_length": settings["max_seq_length"],
         "max_predictions_per_seq": settings["max_predictions_per_seq"],
         "dupe_factor": settings["dupe_factor"],
-        # Half the demo's pretraining: seven models are pretrained, two at a time.
+        # Half the demo's pretraining: six models are pretrained, two at a time.
         "pretrain_steps": settings["pretrain_steps"] // 2,
         "pretrain_batch": settings["pretrain_batch"],
         "pretrain_lr": settings["pretrain_lr"],
