@@ -33,8 +33,12 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
         assert f" {step} " in stdout, f"{step} was not shown as a command"
     for path in summary["artefacts"].values():
         assert os.path.exists(path), path
-    assert os.path.exists(os.path.join(output_dir, "classifier", "model.ckpt-best.index"))
-    assert os.path.exists(os.path.join(output_dir, "classifier", "submit_results.tsv"))
+    exported_run = summary["artefacts"]["classifier_checkpoints"]
+    assert exported_run == os.path.join(output_dir, "fine_tuning", "pretrained-seed1")
+    assert os.path.exists(os.path.join(exported_run, "model.ckpt-best.index"))
+    assert os.path.exists(os.path.join(exported_run, "submit_results.tsv"))
+    for init in ("pretrained", "random_init"):
+        assert os.path.exists(os.path.join(output_dir, "fine_tuning", f"{init}-seed1", "eval_results.txt"))
 
     curve = summary["pretraining_loss"]
     assert curve["last"] < curve["first"], curve
