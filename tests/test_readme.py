@@ -123,7 +123,11 @@ def test_sections_and_pages_the_code_cites_exist():
 def test_make_test_fetches_the_data_once_and_ends_on_the_main_suite():
     """README's `make test` (CI's command, which reads pytest's closing line): `data` runs once,
     the transformers 5 tests run, and the main suite's pytest comes last."""
-    lines = subprocess.run(["make", "-n", "test"], cwd=REPO_ROOT, capture_output=True,
+    # Under CI's own `make test`, MAKELEVEL and MAKEFLAGS would make this make print its
+    # "Entering/Leaving directory" lines: run it as a user's top-level make.
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    lines = subprocess.run(["make", "-n", "test"], cwd=REPO_ROOT, capture_output=True, env=env,
                            text=True, check=True, timeout=60).stdout.splitlines()
     assert sum("albert_tf.demo.data_sources" in line for line in lines) == 1, lines
     assert lines[-1] == ".venv/bin/python -m pytest -q tests", lines[-3:]
