@@ -31,7 +31,7 @@ lint: setup
 # line (CI reads it); `data` is fetched once, being one prerequisite of this one make run.
 test: setup data lint $(VENV_HF5)/.installed
 	$(run-hf5-tests)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 
 # The Hugging Face bridge tests again, against transformers 5: .venv-hf5 is .venv (a .pth file
 # puts its packages on the path) with requirements-hf5.txt installed over it.
