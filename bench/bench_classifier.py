@@ -36,7 +36,7 @@ from albert_tf.huggingface import hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.export import classifier as classifier_export  # noqa: E402
 from albert_tf.glue import task as glue_task  # noqa: E402
-from albert_tf.modeling import classifier  # noqa: E402
+from albert_tf.modeling import classifier, encoder  # noqa: E402
 from albert_tf.training import loop  # noqa: E402
 
 SEQ, LABELS = 128, 2
@@ -71,7 +71,7 @@ class _InMemoryTask(glue_task.ClassifierTask):
     def build_model(self, strategy):
         if not self.use_einsum:
             return super().build_model(strategy)  # run_classifier's model (reshape+matmul path)
-        return classifier.AlbertClassifier(self.albert_config, self.num_labels, use_einsum=True)
+        return classifier.AlbertClassifier(encoder.AlbertEncoder(self.albert_config, use_einsum=True), self.num_labels)
 
     def train_dataset(self, input_context, batch_size):
         return tf.data.Dataset.from_tensors(self.batch).repeat()
@@ -200,7 +200,7 @@ def report_training(config, batch):
 def report_serving(config):
     work = tempfile.mkdtemp(prefix="bench_classifier_export_")
     try:
-        model = classifier.AlbertClassifier(config, LABELS)
+        model = classifier.AlbertClassifier(encoder.AlbertEncoder(config), LABELS)
         dummy = tf.zeros([1, 2], tf.int32)
         model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy})
         prefix = os.path.join(work, "model.ckpt-best")

@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig, ConfigError
-from albert_tf.modeling import attention, classifier, embeddings, encoder, layers, pretraining
+from albert_tf.modeling import (attention, classifier, embeddings, encoder, layers, multiple_choice,
+                                pretraining, squad_heads, token_classifier)
 from tests.conftest import copy_weights
 
 # A released (G = K = 1) checkpoint's 32 model tensors, with V, E, H, I, P, T symbolic.
@@ -64,7 +65,7 @@ def test_released_layout_has_the_specs_32_tensors():
     config = small_config(vocab_size=31, embedding_size=6, hidden_size=12, num_attention_heads=3,
                           intermediate_size=20, max_position_embeddings=17, type_vocab_size=3)
     sizes = {"V": 31, "E": 6, "H": 12, "I": 20, "P": 17, "T": 3, "2": 2}
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     actual = [(name, tuple(variable.shape)) for name, variable in model.checkpoint_variables().items()]
     expected = [(name, tuple(sizes[s] for s in shape.split(","))) for name, shape in SPEC_NAMES]
     assert actual == expected and len(actual) == 32
@@ -168,7 +169,7 @@ def test_padding_content_is_ignored():
 
 def test_initialisers():
     config = small_config(vocab_size=400, initializer_range=0.05)
-    names = pretraining.AlbertPretrainingModel(config).checkpoint_variables()
+    names = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config)).checkpoint_variables()
     table = names["bert/embeddings/word_embeddings"].numpy()
     assert np.abs(table).max() <= 2 * 0.05 + 1e-6  # truncated at two standard deviations
     assert 0.03 < table.std() < 0.05  # truncation shrinks the std to ~0.88 sigma
@@ -191,8 +192,8 @@ def test_defaults_for_mask_and_segments():
 
 def test_einsum_and_matmul_paths_agree_and_matmul_has_no_einsum():
     config = small_config()
-    with_einsum = pretraining.AlbertPretrainingModel(config, use_einsum=True)
-    without = pretraining.AlbertPretrainingModel(config, use_einsum=False)
+    with_einsum = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config, use_einsum=True))
+    without = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config, use_einsum=False))
     copy_weights(with_einsum, without)
     inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
     a, b = with_einsum(inputs), without(inputs)
@@ -245,9 +246,9 @@ def test_hidden_size_not_divisible_by_heads():
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_keeps_float32_where_it_matters(policy, float32_policy):
     config = small_config()
-    reference = pretraining.AlbertPretrainingModel(config)
+    reference = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     keras.mixed_precision.set_global_policy(policy)
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     copy_weights(reference, model)
     inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
     outputs, expected = model(inputs), reference(inputs)
@@ -262,7 +263,7 @@ def test_mixed_precision_keeps_float32_where_it_matters(policy, float32_policy):
 @pytest.mark.slow
 def test_jit_compile_matches_eager():
     config = small_config()
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
     compiled = tf.function(lambda x: model(x), jit_compile=True)(inputs)
     eager = model(inputs)
@@ -272,7 +273,7 @@ def test_jit_compile_matches_eager():
 
 def test_mlm_logits_tied_to_word_table():
     config = small_config()
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     inputs = dict(batch(config), masked_lm_positions=np.array([[0, 5], [2, 2]], np.int32))
     outputs = model(inputs)
     names = {k: v.numpy() for k, v in model.checkpoint_variables().items()}
@@ -289,7 +290,7 @@ def test_mlm_logits_tied_to_word_table():
 
 def test_classifier_head_at_root_scope():
     config = small_config()
-    model = classifier.AlbertClassifier(config, num_labels=3)
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(config), num_labels=3)
     names = model.checkpoint_variables()
     assert list(names)[-2:] == ["output_weights", "output_bias"]
     assert tuple(names["output_weights"].shape) == (3, 16) and tuple(names["output_bias"].shape) == (3,)
@@ -298,3 +299,43 @@ def test_classifier_head_at_root_scope():
     expected = outputs["pooled_output"].numpy() @ names["output_weights"].numpy().T
     np.testing.assert_allclose(outputs["logits"], expected, atol=1e-6)
     assert not np.allclose(model(inputs, training=True)["logits"], outputs["logits"])
+
+
+HEADS = {
+    "classifier": lambda bert: classifier.AlbertClassifier(bert, num_labels=3),
+    "token_classifier": lambda bert: token_classifier.AlbertTokenClassifier(bert, 5),
+    "multiple_choice": lambda bert: multiple_choice.AlbertMultipleChoice(bert, num_choices=4),
+    "pretraining": pretraining.AlbertPretrainingModel,
+    "squad_v1": squad_heads.AlbertSquadV1,
+    "squad_v2": squad_heads.AlbertSquadV2,
+}
+
+
+@pytest.mark.parametrize("head", sorted(HEADS))
+def test_task_model_uses_the_passed_encoders_variables_under_the_original_names(head):
+    config = small_config()
+    bert = encoder.AlbertEncoder(config)
+    model = HEADS[head](bert)
+    assert model.encoder is bert and model.config is bert.config
+    names = model.checkpoint_variables()
+    encoder_names = [name for name, _ in SPEC_NAMES if name.startswith("bert/")]
+    assert list(names)[:len(encoder_names)] == encoder_names
+    for name, variable in bert.checkpoint_variables().items():
+        assert names[name] is variable, name
+    own = [id(variable) for variable in bert.weights]
+    assert sum(id(variable) in own for variable in model.weights) == len(own)  # no copies
+    assert len({id(variable) for variable in model.weights}) == len(model.weights)
+
+
+def test_task_model_computes_in_its_encoders_precision(float32_policy):
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    bert = encoder.AlbertEncoder(small_config())
+    keras.mixed_precision.set_global_policy("float32")
+    model = classifier.AlbertClassifier(bert, num_labels=2)
+    assert model.dtype_policy.name == "mixed_bfloat16"
+    assert classifier.AlbertClassifier(bert, 2, dtype="float32").dtype_policy.name == "float32"
+
+
+def test_squad_v1_refuses_an_encoder_that_skips_padding():
+    with pytest.raises(ValueError, match="v1.1 model keeps the padded computation"):
+        squad_heads.AlbertSquadV1(encoder.AlbertEncoder(small_config(), skip_padding=True))

@@ -12,7 +12,7 @@ from absl import logging
 
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
-from albert_tf.modeling import pretraining
+from albert_tf.modeling import encoder, pretraining
 
 CONFIG_FILENAME = "albert_config.json"
 
@@ -25,7 +25,7 @@ def load_pretraining_model(albert_directory, checkpoint_name=checkpoints.BEST_CH
     their initial values (as the original's `init_from_checkpoint` did).
     """
     config = AlbertConfig.from_json_file(os.path.join(albert_directory, CONFIG_FILENAME))
-    model = pretraining.AlbertPretrainingModel(config, use_einsum=use_einsum)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config, use_einsum=use_einsum))
     report = checkpoints.load_into(model.checkpoint_variables(),
                                    os.path.join(albert_directory, checkpoint_name))
     return config, model, report

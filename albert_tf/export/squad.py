@@ -39,7 +39,7 @@ from albert_tf.files import io_utils
 from albert_tf.text import tf_tokenization
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
-from albert_tf.modeling import squad_heads
+from albert_tf.modeling import encoder, squad_heads
 from albert_tf.training import length_buckets
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -70,9 +70,9 @@ def load_squad_model(albert_config, checkpoint_path, version_2_with_negative, st
                      end_n_top=5, use_einsum=True, skip_padding=False):
     """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint;
     `skip_padding`: the served batching's (`Batching.served`; v2 only)."""
-    model = squad_heads.build_squad_model(albert_config, version_2_with_negative, start_n_top,
-                                          end_n_top, use_einsum=use_einsum,
-                                          skip_padding=skip_padding)
+    model = squad_heads.build_squad_model(
+        encoder.AlbertEncoder(albert_config, use_einsum=use_einsum, skip_padding=skip_padding),
+        version_2_with_negative, start_n_top, end_n_top)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               f"a fine-tuned SQuAD {'v2' if version_2_with_negative else 'v1'} "
                               "checkpoint")
@@ -237,8 +237,8 @@ def write_saved_model(signatures, export_dir):
 def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_top=5,
                  end_n_top=5):
     """Converts a reshape+matmul copy of `model` with inputs [1, max_seq_length] to TFLite."""
-    lite = squad_heads.build_squad_model(model.config, version_2_with_negative, start_n_top,
-                                         end_n_top)
+    lite = squad_heads.build_squad_model(encoder.AlbertEncoder(model.config),
+                                         version_2_with_negative, start_n_top, end_n_top)
     lite_variables = lite.checkpoint_variables()
     for name, variable in model.checkpoint_variables().items():
         lite_variables[name].assign(variable)

@@ -1,6 +1,6 @@
 """`AlbertEncoder`: the original `AlbertModel` (scope `bert/`) as a Keras 3 model.
 
-    encoder = AlbertEncoder(config)
+    encoder = AlbertEncoder(config)   # Keras name "bert", the original's scope
     outputs = encoder({"input_ids": ids, "input_mask": mask, "segment_ids": types}, training=False)
     outputs["sequence_output"]   # [B,S,H] float32, the last block's output
     outputs["pooled_output"]     # [B,H] float32, tanh(dense(sequence_output[:, 0]))
@@ -30,12 +30,13 @@ from albert_tf.modeling import embeddings, layers, packing, saving, transformer
 class AlbertEncoder(saving.ConfigSerializable, keras.Model):
 
     def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, skip_padding=False,
-                 **kwargs):
-        super().__init__(**kwargs)
+                 name="bert", **kwargs):
+        super().__init__(name=name, **kwargs)
         self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
                                use_einsum=use_einsum, skip_padding=skip_padding)
         config.validate()
         self.config = config
+        self.use_einsum = use_einsum
         self.skip_padding = skip_padding
         self.embeddings = embeddings.AlbertEmbeddings(
             config, use_one_hot_embeddings, dtype=self.dtype_policy, name="embeddings")

@@ -11,8 +11,7 @@ import collections
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers, saving
+from albert_tf.modeling import layers, saving, task_model
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -46,25 +45,22 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 @saving.register
-class AlbertPretrainingModel(saving.ConfigSerializable, keras.Model):
-    """Encoder + masked-LM + sentence-order heads.
+class AlbertPretrainingModel(task_model.AlbertTaskModel):
+    """`AlbertPretrainingModel(encoder)`: the encoder + masked-LM + sentence-order heads.
 
     `model(inputs, training)` takes the encoder's inputs plus optional int32
     `masked_lm_positions` [B,M]; returns the encoder's outputs plus `sop_logits` [B,2] and, when
     positions are given, `mlm_logits` [B,M,V].
     """
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
-        super().__init__(**kwargs)
-        self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
-        self.config = config
-        self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
-        self.mlm_head = MaskedLMHead(config, self.encoder.embedding_table, use_einsum,
+    def __init__(self, encoder, **kwargs):
+        super().__init__(encoder, **kwargs)
+        self._record_arguments()
+        config = self.config
+        self.mlm_head = MaskedLMHead(config, encoder.embedding_table, encoder.use_einsum,
                                      dtype=self.dtype_policy, name="predictions")
         self.sop_head = layers.ClassificationHead(config.hidden_size, 2, config.initializer_range,
-                                           dtype=self.dtype_policy, name="seq_relationship")
+                                                  dtype=self.dtype_policy, name="seq_relationship")
         self.built = True  # every variable exists already
 
     def call(self, inputs, training=False):

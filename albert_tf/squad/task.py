@@ -13,7 +13,7 @@ the evaluate-every-checkpoint loop keeps the best by.
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.modeling import squad_heads
+from albert_tf.modeling import encoder, squad_heads
 from albert_tf.squad import prediction, records
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import task as task_lib
@@ -49,9 +49,9 @@ class SquadTask(task_lib.Task):
 
     def build_model(self, strategy):
         return squad_heads.build_squad_model(
-            self.albert_config, self.version_2_with_negative, self.start_n_top, self.end_n_top,
-            self.dropout_prob, self.use_einsum,
-            **self.batching.encoder_options)
+            encoder.AlbertEncoder(self.albert_config, use_einsum=self.use_einsum,
+                                  **self.batching.encoder_options),
+            self.version_2_with_negative, self.start_n_top, self.end_n_top, self.dropout_prob)
 
     def train_dataset(self, input_context, batch_size):
         if not self.train_record_file:
