@@ -65,11 +65,12 @@ def test_keras_file_round_trip(name, tmp_path):
 def test_task_model_config_holds_its_encoder(tmp_path):
     """keras-hub's layout: the head's config carries the serialized encoder, whose switches
     come back with it, and the rebuilt head sits on the rebuilt encoder's variables."""
-    bert = encoder.AlbertEncoder(_config(), use_einsum=True, skip_padding=True)
+    bert = encoder.AlbertEncoder(_config(), use_one_hot_embeddings=True, skip_padding=True)
     model = classifier.AlbertClassifier(bert, 3, dropout_rate=0.2)
     stored = model.get_config()
     assert stored["encoder"]["class_name"] == "AlbertEncoder"
-    assert stored["encoder"]["config"]["skip_padding"] and stored["encoder"]["config"]["use_einsum"]
+    assert stored["encoder"]["config"]["skip_padding"]
+    assert stored["encoder"]["config"]["use_one_hot_embeddings"]
     assert {"num_labels": 3, "dropout_rate": 0.2}.items() <= stored.items()
     inputs = _inputs()
     expected = model(inputs)["logits"].numpy()
@@ -78,7 +79,7 @@ def test_task_model_config_holds_its_encoder(tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path)
     assert type(loaded.encoder) is encoder.AlbertEncoder and loaded.encoder.name == "bert"
-    assert loaded.encoder.skip_padding and loaded.encoder.use_einsum
+    assert loaded.encoder.skip_padding and loaded.encoder.embeddings.use_one_hot_embeddings
     for name, variable in loaded.encoder.checkpoint_variables().items():
         assert loaded.checkpoint_variables()[name] is variable, name
     np.testing.assert_allclose(loaded(inputs)["logits"].numpy(), expected, atol=1e-6)

@@ -190,22 +190,40 @@ def test_defaults_for_mask_and_segments():
     np.testing.assert_array_equal(explicit["sequence_output"], implicit["sequence_output"])
 
 
-def test_einsum_and_matmul_paths_agree_and_matmul_has_no_einsum():
-    config = small_config()
-    with_einsum = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config, use_einsum=True))
-    without = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config, use_einsum=False))
-    copy_weights(with_einsum, without)
-    inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
-    a, b = with_einsum(inputs), without(inputs)
-    for name in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
-        np.testing.assert_allclose(a[name], b[name], atol=1e-5)
+def test_attention_is_the_originals_einsum_arithmetic():
+    """The original's four einsums in numpy against the layer's reshape + MatMul."""
+    config = small_config(attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    layer = attention.SelfAttention(config)
+    rng = np.random.default_rng(0)
+    for variable in layer.checkpoint_variables().values():
+        variable.assign(rng.normal(0, 0.3, variable.shape).astype(np.float32))
+    w = {name: variable.numpy() for name, variable in layer.checkpoint_variables().items()}
+    hidden, heads = config.hidden_size, config.num_attention_heads
+    size = hidden // heads
+    x = rng.normal(size=(2, 5, hidden)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
 
-    def op_types(model):
-        spec = {k: tf.TensorSpec([None, None], tf.int32) for k in inputs}
-        graph = tf.function(lambda x: model(x)).get_concrete_function(spec).graph
-        return {op.type for op in graph.get_operations()}
-    assert "Einsum" in op_types(with_einsum)
-    assert "Einsum" not in op_types(without)
+    def project(name):
+        return (np.einsum("BFH,HND->BFND", x, w[f"self/{name}/kernel"].reshape(hidden, heads, size))
+                + w[f"self/{name}/bias"].reshape(heads, size))
+    logits = (np.einsum("BFND,BTND->BNFT", project("query"), project("key")) / np.sqrt(size)
+              + (1.0 - mask[:, None, None, :]) * -10000.0)
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    context = np.einsum("BNFT,BTND->BFND", probs, project("value"))
+    expected = (np.einsum("BFND,NDH->BFH", context, w["output/dense/kernel"].reshape(heads, size, hidden))
+                + w["output/dense/bias"])
+    np.testing.assert_allclose(layer(tf.constant(x), tf.constant(mask)).numpy(), expected, atol=1e-4)
+
+
+def test_graph_has_no_einsum_op():
+    """Every projection is reshape + MatMul, so the graph converts to TFLite."""
+    config = small_config()
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
+    inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in inputs}
+    graph = tf.function(lambda x: model(x)).get_concrete_function(spec).graph
+    assert "Einsum" not in {op.type for op in graph.get_operations()}
 
 
 def test_one_hot_embeddings_match_lookup():

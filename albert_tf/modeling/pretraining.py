@@ -17,14 +17,14 @@ from albert_tf.modeling import layers, saving, task_model
 class MaskedLMHead(keras.layers.Layer):
     """`cls/predictions`: `transform/dense`, `transform/LayerNorm`, `output_bias`."""
 
-    def __init__(self, config, embedding_table, use_einsum=False, dtype=None, **kwargs):
+    def __init__(self, config, embedding_table, dtype=None, **kwargs):
         # The head itself is float32 (so the tied table is read in float32); the transform
         # runs in the model's compute dtype.
         super().__init__(dtype=layers.float32_policy(dtype), **kwargs)
         self.embedding_table = embedding_table
         self.transform = layers.Dense(
             config.hidden_size, config.embedding_size, config.initializer_range,
-            layers.get_activation(config.hidden_act), use_einsum, dtype=dtype, name="transform")
+            layers.get_activation(config.hidden_act), dtype=dtype, name="transform")
         self.layer_norm = layers.LayerNorm(config.embedding_size, dtype=dtype, name="LayerNorm")
         self.output_bias = self.add_weight(name="output_bias", shape=(config.vocab_size,),
                                            initializer="zeros")
@@ -57,8 +57,8 @@ class AlbertPretrainingModel(task_model.AlbertTaskModel):
         super().__init__(encoder, **kwargs)
         self._record_arguments()
         config = self.config
-        self.mlm_head = MaskedLMHead(config, encoder.embedding_table, encoder.use_einsum,
-                                     dtype=self.dtype_policy, name="predictions")
+        self.mlm_head = MaskedLMHead(config, encoder.embedding_table, dtype=self.dtype_policy,
+                                     name="predictions")
         self.sop_head = layers.ClassificationHead(config.hidden_size, 2, config.initializer_range,
                                                   dtype=self.dtype_policy, name="seq_relationship")
         self.built = True  # every variable exists already

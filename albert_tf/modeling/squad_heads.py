@@ -96,8 +96,8 @@ class AlbertSquadV2(task_model.AlbertTaskModel):
         head_policy = layers.float32_policy(self.dtype_policy)
 
         def dense(name, width_in, width_out, activation=None, use_bias=True):
-            return layers.Dense(width_in, width_out, init, activation, encoder.use_einsum,
-                                use_bias, dtype=head_policy, name=name)
+            return layers.Dense(width_in, width_out, init, activation, use_bias,
+                                dtype=head_policy, name=name)
 
         self.start_dense = dense("start_logits_dense", hidden, 1)
         self.end_dense_0 = dense("end_logits_dense_0", 2 * hidden, hidden, tf.math.tanh)

@@ -32,7 +32,7 @@ class SquadTask(task_lib.Task):
 
     def __init__(self, albert_config, version_2_with_negative, max_seq_length,
                  train_record_file=None, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_einsum=True, batching=length_buckets_lib.PADDED, scorer=None,
+                 batching=length_buckets_lib.PADDED, scorer=None,
                  output_dir=None):
         """`batching`: the run's `training.length_buckets.Batching` (padded for v1.1, see
         `KEEP_PADDING_V1`); `scorer`: the `prediction.SquadEvaluator` of the predict set
@@ -43,14 +43,12 @@ class SquadTask(task_lib.Task):
         self.train_record_file = train_record_file
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.dropout_prob = dropout_prob
-        self.use_einsum = use_einsum
         self.batching = batching
         self.scorer, self.output_dir = scorer, output_dir
 
     def build_model(self, strategy):
         return squad_heads.build_squad_model(
-            encoder.AlbertEncoder(self.albert_config, use_einsum=self.use_einsum,
-                                  **self.batching.encoder_options),
+            encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
             self.version_2_with_negative, self.start_n_top, self.end_n_top, self.dropout_prob)
 
     def train_dataset(self, input_context, batch_size):
