@@ -1,7 +1,7 @@
 """Keras saving for the models: `get_config` / `from_config` and `.keras` files.
 
-The encoder is built from an `AlbertConfig` plus plain values (the Einsum, one-hot and
-skip-padding switches); a task model from an encoder plus plain values (label counts, dropout).
+The encoder is built from an `AlbertConfig` plus plain values (the one-hot and skip-padding
+switches); a task model from an encoder plus plain values (label counts, dropout).
 Both record their arguments at construction and create every variable then, so
 `keras.saving.load_model` rebuilds them from the config and restores the weights. A task model's
 config holds its encoder's serialized config (keras-hub's backbone-and-task layout). Checkpoints

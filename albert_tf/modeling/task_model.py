@@ -4,8 +4,8 @@
     model = classifier.AlbertClassifier(bert, num_labels=3)
     model.encoder is bert    # the same variables, not a copy
 
-The encoder is built once by the caller (its switches, one-hot embeddings, Einsum and skip
-padding, are the encoder's own) and the head adds its layers around it; the checkpoint names stay
+The encoder is built once by the caller (its switches, one-hot embeddings and skipping padding,
+are the encoder's own) and the head adds its layers around it; the checkpoint names stay
 the original's because the encoder names its variables `bert/...` itself. The head computes in
 the encoder's precision policy unless given another `dtype`.
 """
