@@ -36,7 +36,7 @@ from albert_tf.huggingface import hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.export import classifier as classifier_export  # noqa: E402
 from albert_tf.glue import task as glue_task  # noqa: E402
-from albert_tf.modeling import classifier  # noqa: E402
+from albert_tf.modeling import classifier, encoder  # noqa: E402
 from albert_tf.training import loop  # noqa: E402
 
 SEQ, LABELS = 128, 2
@@ -63,27 +63,21 @@ def synthetic_batch(config, batch, seed=0):
 
 
 class _InMemoryTask(glue_task.ClassifierTask):
-    def __init__(self, config, batch, use_einsum=False):
+    def __init__(self, config, batch):
         super().__init__(config, "sst-2", LABELS, SEQ)
         self.batch = batch
-        self.use_einsum = use_einsum
-
-    def build_model(self, strategy):
-        if not self.use_einsum:
-            return super().build_model(strategy)  # run_classifier's model (reshape+matmul path)
-        return classifier.AlbertClassifier(self.albert_config, self.num_labels, use_einsum=True)
 
     def train_dataset(self, input_context, batch_size):
         return tf.data.Dataset.from_tensors(self.batch).repeat()
 
 
-def our_training_step(config, batch, precision, use_einsum=False):
+def our_training_step(config, batch, precision):
     """A function running one step of run_classifier's loop (AdamW, classifier task)."""
     output_dir = tempfile.mkdtemp(prefix="bench_classifier_")
     training = loop.TrainingConfig(
         output_dir=output_dir, train_batch_size=batch, num_train_steps=10 ** 6,
         learning_rate=5e-5, optimizer="adamw", precision=precision)
-    trainer = loop.Trainer(_InMemoryTask(config, synthetic_batch(config, batch), use_einsum),
+    trainer = loop.Trainer(_InMemoryTask(config, synthetic_batch(config, batch)),
                            tf.distribute.get_strategy(), training)
     iterator = trainer.train_iterator()
     shutil.rmtree(output_dir, ignore_errors=True)
@@ -183,8 +177,6 @@ def report_training(config, batch):
     for precision in ("float32", "mixed_bfloat16"):
         training_calls[("albert-tf run_classifier loop, AdamW", precision)] = our_training_step(
             config, batch, precision)
-    training_calls[("albert-tf, Einsum path (before 2026-11-23)", "float32")] = our_training_step(
-        config, batch, "float32", use_einsum=True)
     training = round_robin(training_calls, FLAGS.train_steps, warmup=1)
     hf_step = np.median(training[("HF PyTorch AdamW", "float32")]) / 1000.0
     print(f"\nFine-tuning, batch {batch} x seq {SEQ} (round-robin, median of "
@@ -200,7 +192,7 @@ def report_training(config, batch):
 def report_serving(config):
     work = tempfile.mkdtemp(prefix="bench_classifier_export_")
     try:
-        model = classifier.AlbertClassifier(config, LABELS)
+        model = classifier.AlbertClassifier(encoder.AlbertEncoder(config), LABELS)
         dummy = tf.zeros([1, 2], tf.int32)
         model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy})
         prefix = os.path.join(work, "model.ckpt-best")

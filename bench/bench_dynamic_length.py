@@ -198,9 +198,10 @@ def measure_serving(config, spm_file, work_dir):
     import transformers
     from albert_tf.text import tf_tokenization
     from albert_tf.export import classifier as classifier_export
-    from albert_tf.modeling import classifier
+    from albert_tf.modeling import classifier, encoder
     tokenizer = tokenization.FullTokenizer(None, True, spm_file)
-    model = classifier.AlbertClassifier(config, 2, skip_padding=True)  # as export.load_classifier
+    # as export.load_classifier
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(config, skip_padding=True), 2)
     graph_tokenizer = tf_tokenization.InGraphTokenizer(spm_file, True)
     signatures = classifier_export.ClassifierSignatures(
         model, ["0", "1"], SEQ, False, graph_tokenizer, graph_tokenizer.cls_id,

@@ -57,9 +57,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def export(root):
     from albert_tf.config import AlbertConfig
     from albert_tf.export import classifier as classifier_export
-    from albert_tf.modeling import classifier
+    from albert_tf.modeling import classifier, encoder
     config = AlbertConfig.published(FLAGS.config)
-    model = classifier.AlbertClassifier(config, 2, skip_padding=True)  # as export.load_classifier
+    # as export.load_classifier
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(config, skip_padding=True), 2)
     signatures = classifier_export.ClassifierSignatures(model, ["0", "1"], 128, regression=False)
     return classifier_export.write_saved_model(signatures, root)
 

@@ -2,7 +2,7 @@
 
 from albert_tf.text import tf_tokenization
 from albert_tf.export import classifier as classifier_export
-from albert_tf.modeling import classifier
+from albert_tf.modeling import classifier, encoder
 from tests.conftest import brown_config
 
 LABELS = ["neg", "pos"]
@@ -14,5 +14,6 @@ def tiny_classifier_signatures(spm_model_file, regression=False):
     config = brown_config()
     tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, True)
     return classifier_export.ClassifierSignatures(
-        classifier.AlbertClassifier(config, 1 if regression else len(LABELS)), LABELS,
+        classifier.AlbertClassifier(encoder.AlbertEncoder(config), 1 if regression else len(LABELS)),
+        LABELS,
         MAX_SEQ_LENGTH, regression, tokenizer, tokenizer.cls_id, tokenizer.sep_id)

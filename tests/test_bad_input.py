@@ -658,15 +658,15 @@ def test_killed_data_run_never_reaches_training(real_data, spm_model_file, tmp_p
 
 def _classifier_checkpoint(path, num_labels):
     from albert_tf import checkpoints
-    from albert_tf.modeling import classifier
-    model = classifier.AlbertClassifier(config_lib.AlbertConfig(**SIZES), num_labels=num_labels)
+    from albert_tf.modeling import classifier, encoder
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(config_lib.AlbertConfig(**SIZES)), num_labels=num_labels)
     return checkpoints.write_checkpoint(str(path), dict(model.checkpoint_variables(),
                                                         global_step=7))
 
 
 def _classifier_variables(num_labels):
-    from albert_tf.modeling import classifier
-    model = classifier.AlbertClassifier(config_lib.AlbertConfig(**SIZES), num_labels=num_labels)
+    from albert_tf.modeling import classifier, encoder
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(config_lib.AlbertConfig(**SIZES)), num_labels=num_labels)
     return model.checkpoint_variables()
 
 
@@ -704,12 +704,12 @@ def test_two_label_head_refused_for_three_labels_everywhere(tmp_path):
 
 def test_tagging_label_list_that_grew_is_refused(tmp_path):
     from albert_tf import checkpoints
-    from albert_tf.modeling import token_classifier
+    from albert_tf.modeling import encoder, token_classifier
     config = config_lib.AlbertConfig(**SIZES)
-    old = token_classifier.AlbertTokenClassifier(config, 3)
+    old = token_classifier.AlbertTokenClassifier(encoder.AlbertEncoder(config), 3)
     prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-7"),
                                           old.checkpoint_variables())
-    grown = token_classifier.AlbertTokenClassifier(config, 5)
+    grown = token_classifier.AlbertTokenClassifier(encoder.AlbertEncoder(config), 5)
     with pytest.raises(checkpoints.CheckpointError,
                        match=r"head variable \S+: the model has \[5, 32\], the checkpoint "
                              r"\[3, 32\]"):

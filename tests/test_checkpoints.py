@@ -29,7 +29,7 @@ def values(model):
 
 
 def test_written_checkpoint_is_read_by_tensorflow(tmp_path):
-    model = pretraining.AlbertPretrainingModel(small_config())
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(small_config()))
     randomise(model)
     tensors = dict(model.checkpoint_variables())
     tensors["global_step"] = 12
@@ -87,10 +87,10 @@ def test_interrupted_write_leaves_nothing_readable(tmp_path, monkeypatch):
 
 def test_round_trip_into_a_fresh_model(tmp_path):
     config = small_config()
-    source = pretraining.AlbertPretrainingModel(config)
+    source = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     randomise(source)
     checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), source.checkpoint_variables())
-    target = pretraining.AlbertPretrainingModel(config)
+    target = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     report = checkpoints.load_into(target.checkpoint_variables(), str(tmp_path))
     assert len(report.mapped) == 32 and not (report.missing or report.unused or report.mismatched)
     for name, value in values(source).items():
@@ -101,7 +101,7 @@ def test_round_trip_into_a_fresh_model(tmp_path):
 def test_release_tarball_directory_with_slots_and_step(tmp_path):
     """`albert_base/`: model.ckpt-best.* and no state file; slots and global_step are skipped."""
     config = small_config()
-    source = pretraining.AlbertPretrainingModel(config)
+    source = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     randomise(source)
     tensors = dict(source.checkpoint_variables())
     for name, variable in source.checkpoint_variables().items():
@@ -110,7 +110,7 @@ def test_release_tarball_directory_with_slots_and_step(tmp_path):
     tensors["global_step"] = 3
     checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-best"), tensors, update_state=False)
     assert checkpoints.resolve_checkpoint(str(tmp_path)) == str(tmp_path / "model.ckpt-best")
-    target = classifier.AlbertClassifier(config, num_labels=3)
+    target = classifier.AlbertClassifier(encoder.AlbertEncoder(config), num_labels=3)
     report = checkpoints.load_into(target.checkpoint_variables(), str(tmp_path))
     assert report.missing == ["output_weights", "output_bias"]
     assert sorted(report.unused) == sorted(n for n in source.checkpoint_variables() if n.startswith("cls/"))
@@ -163,9 +163,9 @@ def test_shape_mismatch_names_the_variable(tmp_path):
 
 def test_mismatched_head_is_refused_or_if_new_reported_and_left_initialised(tmp_path):
     config = small_config()
-    source = classifier.AlbertClassifier(config, num_labels=2)
+    source = classifier.AlbertClassifier(encoder.AlbertEncoder(config), num_labels=2)
     prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), source.checkpoint_variables())
-    target = classifier.AlbertClassifier(config, num_labels=3)
+    target = classifier.AlbertClassifier(encoder.AlbertEncoder(config), num_labels=3)
     initial = values(target)["output_weights"]
     with pytest.raises(checkpoints.CheckpointError, match=r"head variable output_weights: the "
                                                           r"model has \[3, 16\], the checkpoint"):

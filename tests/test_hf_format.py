@@ -18,7 +18,7 @@ from albert_tf import checkpoints
 from albert_tf.huggingface import hf_format
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig
-from albert_tf.modeling import classifier, multiple_choice, pretraining, squad_heads
+from albert_tf.modeling import classifier, encoder, multiple_choice, pretraining, squad_heads
 from tests.conftest import REPO_ROOT, brown_config
 
 pytestmark = pytest.mark.slow
@@ -43,13 +43,13 @@ def make_config(size):
 
 def our_model(config, architecture):
     if architecture == "pretraining":
-        return pretraining.AlbertPretrainingModel(config)
+        return pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     if architecture in ("classification", "regression"):
-        return classifier.AlbertClassifier(config, 3 if architecture == "classification" else 1)
+        return classifier.AlbertClassifier(encoder.AlbertEncoder(config), 3 if architecture == "classification" else 1)
     if architecture == "multiple_choice":
-        return multiple_choice.AlbertMultipleChoice(config, num_choices=4)
+        return multiple_choice.AlbertMultipleChoice(encoder.AlbertEncoder(config), num_choices=4)
     if architecture == "question_answering":
-        return squad_heads.build_squad_model(config, False)
+        return squad_heads.build_squad_model(encoder.AlbertEncoder(config), False)
     raise AssertionError(architecture)
 
 
@@ -152,7 +152,7 @@ def test_a_folder_transformers_wrote_imports_with_its_outputs(size, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     imported_config = AlbertConfig.from_json_file(str(tmp_path / "ours" / "albert_config.json"))
     assert imported_config == config
-    model = classifier.AlbertClassifier(imported_config, 3)
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(imported_config), 3)
     report = checkpoints.load_into(model.checkpoint_variables(), str(tmp_path / "ours"))
     assert not report.missing and not report.mismatched and not report.unused
     inputs = batch(config, seed=3)
@@ -163,7 +163,7 @@ def test_a_folder_transformers_wrote_imports_with_its_outputs(size, tmp_path):
 
 def test_export_script_writes_a_tokenizer_transformers_reads(tmp_path, spm_model_file):
     config = brown_config()
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     model({"input_ids": np.zeros([1, 4], np.int32), "input_mask": np.ones([1, 4], np.int32),
            "segment_ids": np.zeros([1, 4], np.int32), "masked_lm_positions": np.zeros([1, 1], np.int32)})
     checkpoints.write_checkpoint(str(tmp_path / "ckpt" / "model.ckpt-1"), model.checkpoint_variables())
@@ -203,13 +203,13 @@ def test_export_script_writes_a_tokenizer_transformers_reads(tmp_path, spm_model
 
 def test_what_the_original_layout_cannot_hold_is_refused(tmp_path):
     config = make_config("e_ne_h")
-    v2 = squad_heads.build_squad_model(config, True)
+    v2 = squad_heads.build_squad_model(encoder.AlbertEncoder(config), True)
     v2(dict(batch(config), p_mask=np.zeros([3, 12], np.float32)), training=False)
     prefix = checkpoints.write_checkpoint(str(tmp_path / "v2" / "model.ckpt-1"),
                                           v2.checkpoint_variables())
     with pytest.raises(hf_format.HFFormatError, match="SQuAD v2.0 head"):
         hf_format.export_folder(config, prefix, str(tmp_path / "hf_v2"))
-    head = classifier.AlbertClassifier(config, 1)
+    head = classifier.AlbertClassifier(encoder.AlbertEncoder(config), 1)
     head(batch(config))
     prefix = checkpoints.write_checkpoint(str(tmp_path / "one" / "model.ckpt-1"),
                                           head.checkpoint_variables())
@@ -232,7 +232,7 @@ def test_keras_hub_reads_the_exported_folder(tmp_path):
     encoder's outputs."""
     import keras_hub
     config = make_config("e_ne_h")
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     inputs = batch(config)
     model(dict(inputs, masked_lm_positions=np.zeros([3, 1], np.int32)))
     randomise(model, seed=5)

@@ -16,7 +16,7 @@ import transformers  # noqa: E402
 from albert_tf import checkpoints  # noqa: E402
 from albert_tf.huggingface import hf_format, hf_interop  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
-from albert_tf.modeling import pretraining  # noqa: E402
+from albert_tf.modeling import encoder, pretraining  # noqa: E402
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-4
@@ -117,7 +117,7 @@ def hf_weights_in_original_names(hf_model, config):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_our_checkpoint_loads_into_hf_with_identical_outputs(case, tmp_path):
     config = make_config(**CASES[case])
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     randomise_ours(model, seed=1)
     prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), model.checkpoint_variables())
     if config.embedding_size == config.hidden_size:
@@ -143,7 +143,7 @@ def test_hf_weights_in_original_names_load_here_with_identical_outputs(case, tmp
     prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-best"),
                                           hf_weights_in_original_names(hf_model, config))
 
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     report = checkpoints.load_into(model.checkpoint_variables(), prefix)
     assert not report.missing and not report.mismatched and not report.unused
     assert len(report.mapped) == len(model.checkpoint_variables())
@@ -155,7 +155,7 @@ def test_hf_weights_in_original_names_load_here_with_identical_outputs(case, tmp
 def test_padding_does_not_change_real_positions():
     """The same sequence alone and padded in a batch: outputs at real positions agree."""
     config = make_config(**CASES["embedding_ne_hidden"])
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     randomise_ours(model, seed=4)
     batch = padded_batch(config)
     full = model(batch)["sequence_output"].numpy()

@@ -25,7 +25,7 @@ from albert_tf.huggingface.exact import digit_comma
 from albert_tf.text import hf_tokenizer, tokenization, vocab
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import features
-from albert_tf.modeling import pretraining
+from albert_tf.modeling import encoder, pretraining
 from tests import real_lines
 from tests.conftest import REPO_ROOT, script_env
 
@@ -276,7 +276,7 @@ def test_import_from_a_folder_with_one_tokenizer_file(spm_model_file, tmp_path):
     """transformers 5 saves tokenizer.json only; older folders have spiece.model only."""
     config = AlbertConfig(vocab_size=4000, embedding_size=16, hidden_size=32, num_hidden_layers=1,
                           num_attention_heads=4, intermediate_size=37, max_position_embeddings=40)
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     model({"input_ids": np.zeros([1, 4], np.int32), "input_mask": np.ones([1, 4], np.int32),
            "segment_ids": np.zeros([1, 4], np.int32),
            "masked_lm_positions": np.zeros([1, 1], np.int32)})

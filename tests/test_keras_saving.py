@@ -27,16 +27,16 @@ def _inputs(choices=None):
 
 MODELS = {
     "encoder": (lambda c: encoder.AlbertEncoder(c), _inputs, "sequence_output"),
-    "pretraining": (lambda c: pretraining.AlbertPretrainingModel(c),
+    "pretraining": (lambda c: pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(c)),
                     lambda: dict(_inputs(), masked_lm_positions=np.array([[1, 2], [0, 3]], np.int32)),
                     "mlm_logits"),
-    "classifier": (lambda c: classifier.AlbertClassifier(c, 3, dropout_rate=0.2), _inputs, "logits"),
-    "multiple_choice": (lambda c: multiple_choice.AlbertMultipleChoice(c, num_choices=4),
+    "classifier": (lambda c: classifier.AlbertClassifier(encoder.AlbertEncoder(c), 3, dropout_rate=0.2), _inputs, "logits"),
+    "multiple_choice": (lambda c: multiple_choice.AlbertMultipleChoice(encoder.AlbertEncoder(c), num_choices=4),
                         lambda: _inputs(4), "logits"),
-    "squad_v1": (lambda c: squad_heads.AlbertSquadV1(c), _inputs, "start_logits"),
-    "squad_v2": (lambda c: squad_heads.AlbertSquadV2(c, start_n_top=3, end_n_top=2),
+    "squad_v1": (lambda c: squad_heads.AlbertSquadV1(encoder.AlbertEncoder(c)), _inputs, "start_logits"),
+    "squad_v2": (lambda c: squad_heads.AlbertSquadV2(encoder.AlbertEncoder(c), start_n_top=3, end_n_top=2),
                  lambda: dict(_inputs(), p_mask=np.zeros([2, 8], np.float32)), "cls_logits"),
-    "token_classifier": (lambda c: token_classifier.AlbertTokenClassifier(c, 5), _inputs, "logits"),
+    "token_classifier": (lambda c: token_classifier.AlbertTokenClassifier(encoder.AlbertEncoder(c), 5), _inputs, "logits"),
 }
 
 
@@ -60,3 +60,26 @@ def test_keras_file_round_trip(name, tmp_path):
     for (stored, variable), (_, original) in zip(loaded.checkpoint_variables().items(),
                                                  model.checkpoint_variables().items()):
         np.testing.assert_array_equal(variable.numpy(), original.numpy(), err_msg=stored)
+
+
+def test_task_model_config_holds_its_encoder(tmp_path):
+    """keras-hub's layout: the head's config carries the serialized encoder, whose switches
+    come back with it, and the rebuilt head sits on the rebuilt encoder's variables."""
+    bert = encoder.AlbertEncoder(_config(), use_one_hot_embeddings=True, skip_padding=True)
+    model = classifier.AlbertClassifier(bert, 3, dropout_rate=0.2)
+    stored = model.get_config()
+    assert stored["encoder"]["class_name"] == "AlbertEncoder"
+    assert stored["encoder"]["config"]["skip_padding"]
+    assert stored["encoder"]["config"]["use_one_hot_embeddings"]
+    assert {"num_labels": 3, "dropout_rate": 0.2}.items() <= stored.items()
+    inputs = _inputs()
+    expected = model(inputs)["logits"].numpy()
+
+    path = str(tmp_path / "classifier.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded.encoder) is encoder.AlbertEncoder and loaded.encoder.name == "bert"
+    assert loaded.encoder.skip_padding and loaded.encoder.embeddings.use_one_hot_embeddings
+    for name, variable in loaded.encoder.checkpoint_variables().items():
+        assert loaded.checkpoint_variables()[name] is variable, name
+    np.testing.assert_allclose(loaded(inputs)["logits"].numpy(), expected, atol=1e-6)

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import errors
-from albert_tf.modeling import classifier
+from albert_tf.modeling import classifier, encoder
 from albert_tf.training import length_buckets
 from tests.conftest import copy_weights
 
@@ -118,14 +118,14 @@ def _assert_same_logits_and_gradients(model, cut, padded, labels, cut_model=None
 
 def _skipping_copy(model, config):
     """A classifier with `model`'s weights whose encoder skips padding (`modeling.packing`)."""
-    copy = classifier.AlbertClassifier(config, num_labels=3, dropout_rate=0.0, skip_padding=True)
+    copy = classifier.AlbertClassifier(encoder.AlbertEncoder(config, skip_padding=True), num_labels=3, dropout_rate=0.0)
     copy_weights(model, copy)
     return copy
 
 
 def test_logits_and_update_equal_the_padded_run(tiny_config):
     """The same batch, padded to 64 and trimmed to its bucket: logits and gradients agree."""
-    model = classifier.AlbertClassifier(tiny_config, num_labels=3, dropout_rate=0.0)
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(tiny_config), num_labels=3, dropout_rate=0.0)
     batch = _batch([7, 30, 12, 3])
     labels = tf.constant([0, 2, 1, 1])
     trimmed = next(iter(length_buckets.trim_dataset(
@@ -161,7 +161,7 @@ def test_grouped_training_batches_are_full_and_of_one_bucket():
 
 
 def test_grouped_batch_update_equals_the_same_examples_padded(tiny_config):
-    model = classifier.AlbertClassifier(tiny_config, num_labels=3, dropout_rate=0.0)
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(tiny_config), num_labels=3, dropout_rate=0.0)
     batch, _, examples = _examples(40, seed=2)
     grouped = next(iter(length_buckets.group_batches(examples, 4, (16, 32, 64), 64)))
     padded = {key: tf.gather(value, grouped["label_ids"]) for key, value in batch.items()}

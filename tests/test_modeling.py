@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig, ConfigError
-from albert_tf.modeling import attention, classifier, embeddings, encoder, layers, pretraining
+from albert_tf.modeling import (attention, classifier, embeddings, encoder, layers, multiple_choice,
+                                pretraining, squad_heads, token_classifier)
 from tests.conftest import copy_weights
 
 # A released (G = K = 1) checkpoint's 32 model tensors, with V, E, H, I, P, T symbolic.
@@ -64,7 +65,7 @@ def test_released_layout_has_the_specs_32_tensors():
     config = small_config(vocab_size=31, embedding_size=6, hidden_size=12, num_attention_heads=3,
                           intermediate_size=20, max_position_embeddings=17, type_vocab_size=3)
     sizes = {"V": 31, "E": 6, "H": 12, "I": 20, "P": 17, "T": 3, "2": 2}
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     actual = [(name, tuple(variable.shape)) for name, variable in model.checkpoint_variables().items()]
     expected = [(name, tuple(sizes[s] for s in shape.split(","))) for name, shape in SPEC_NAMES]
     assert actual == expected and len(actual) == 32
@@ -168,7 +169,7 @@ def test_padding_content_is_ignored():
 
 def test_initialisers():
     config = small_config(vocab_size=400, initializer_range=0.05)
-    names = pretraining.AlbertPretrainingModel(config).checkpoint_variables()
+    names = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config)).checkpoint_variables()
     table = names["bert/embeddings/word_embeddings"].numpy()
     assert np.abs(table).max() <= 2 * 0.05 + 1e-6  # truncated at two standard deviations
     assert 0.03 < table.std() < 0.05  # truncation shrinks the std to ~0.88 sigma
@@ -189,22 +190,40 @@ def test_defaults_for_mask_and_segments():
     np.testing.assert_array_equal(explicit["sequence_output"], implicit["sequence_output"])
 
 
-def test_einsum_and_matmul_paths_agree_and_matmul_has_no_einsum():
-    config = small_config()
-    with_einsum = pretraining.AlbertPretrainingModel(config, use_einsum=True)
-    without = pretraining.AlbertPretrainingModel(config, use_einsum=False)
-    copy_weights(with_einsum, without)
-    inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
-    a, b = with_einsum(inputs), without(inputs)
-    for name in ("sequence_output", "pooled_output", "mlm_logits", "sop_logits"):
-        np.testing.assert_allclose(a[name], b[name], atol=1e-5)
+def test_attention_is_the_originals_einsum_arithmetic():
+    """The original's four einsums in numpy against the layer's reshape + MatMul."""
+    config = small_config(attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    layer = attention.SelfAttention(config)
+    rng = np.random.default_rng(0)
+    for variable in layer.checkpoint_variables().values():
+        variable.assign(rng.normal(0, 0.3, variable.shape).astype(np.float32))
+    w = {name: variable.numpy() for name, variable in layer.checkpoint_variables().items()}
+    hidden, heads = config.hidden_size, config.num_attention_heads
+    size = hidden // heads
+    x = rng.normal(size=(2, 5, hidden)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
 
-    def op_types(model):
-        spec = {k: tf.TensorSpec([None, None], tf.int32) for k in inputs}
-        graph = tf.function(lambda x: model(x)).get_concrete_function(spec).graph
-        return {op.type for op in graph.get_operations()}
-    assert "Einsum" in op_types(with_einsum)
-    assert "Einsum" not in op_types(without)
+    def project(name):
+        return (np.einsum("BFH,HND->BFND", x, w[f"self/{name}/kernel"].reshape(hidden, heads, size))
+                + w[f"self/{name}/bias"].reshape(heads, size))
+    logits = (np.einsum("BFND,BTND->BNFT", project("query"), project("key")) / np.sqrt(size)
+              + (1.0 - mask[:, None, None, :]) * -10000.0)
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    context = np.einsum("BNFT,BTND->BFND", probs, project("value"))
+    expected = (np.einsum("BFND,NDH->BFH", context, w["output/dense/kernel"].reshape(heads, size, hidden))
+                + w["output/dense/bias"])
+    np.testing.assert_allclose(layer(tf.constant(x), tf.constant(mask)).numpy(), expected, atol=1e-4)
+
+
+def test_graph_has_no_einsum_op():
+    """Every projection is reshape + MatMul, so the graph converts to TFLite."""
+    config = small_config()
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
+    inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in inputs}
+    graph = tf.function(lambda x: model(x)).get_concrete_function(spec).graph
+    assert "Einsum" not in {op.type for op in graph.get_operations()}
 
 
 def test_one_hot_embeddings_match_lookup():
@@ -245,9 +264,9 @@ def test_hidden_size_not_divisible_by_heads():
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_keeps_float32_where_it_matters(policy, float32_policy):
     config = small_config()
-    reference = pretraining.AlbertPretrainingModel(config)
+    reference = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     keras.mixed_precision.set_global_policy(policy)
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     copy_weights(reference, model)
     inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
     outputs, expected = model(inputs), reference(inputs)
@@ -262,7 +281,7 @@ def test_mixed_precision_keeps_float32_where_it_matters(policy, float32_policy):
 @pytest.mark.slow
 def test_jit_compile_matches_eager():
     config = small_config()
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     inputs = dict(batch(config), masked_lm_positions=np.array([[0, 2], [1, 1]], np.int32))
     compiled = tf.function(lambda x: model(x), jit_compile=True)(inputs)
     eager = model(inputs)
@@ -272,7 +291,7 @@ def test_jit_compile_matches_eager():
 
 def test_mlm_logits_tied_to_word_table():
     config = small_config()
-    model = pretraining.AlbertPretrainingModel(config)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     inputs = dict(batch(config), masked_lm_positions=np.array([[0, 5], [2, 2]], np.int32))
     outputs = model(inputs)
     names = {k: v.numpy() for k, v in model.checkpoint_variables().items()}
@@ -289,7 +308,7 @@ def test_mlm_logits_tied_to_word_table():
 
 def test_classifier_head_at_root_scope():
     config = small_config()
-    model = classifier.AlbertClassifier(config, num_labels=3)
+    model = classifier.AlbertClassifier(encoder.AlbertEncoder(config), num_labels=3)
     names = model.checkpoint_variables()
     assert list(names)[-2:] == ["output_weights", "output_bias"]
     assert tuple(names["output_weights"].shape) == (3, 16) and tuple(names["output_bias"].shape) == (3,)
@@ -298,3 +317,43 @@ def test_classifier_head_at_root_scope():
     expected = outputs["pooled_output"].numpy() @ names["output_weights"].numpy().T
     np.testing.assert_allclose(outputs["logits"], expected, atol=1e-6)
     assert not np.allclose(model(inputs, training=True)["logits"], outputs["logits"])
+
+
+HEADS = {
+    "classifier": lambda bert: classifier.AlbertClassifier(bert, num_labels=3),
+    "token_classifier": lambda bert: token_classifier.AlbertTokenClassifier(bert, 5),
+    "multiple_choice": lambda bert: multiple_choice.AlbertMultipleChoice(bert, num_choices=4),
+    "pretraining": pretraining.AlbertPretrainingModel,
+    "squad_v1": squad_heads.AlbertSquadV1,
+    "squad_v2": squad_heads.AlbertSquadV2,
+}
+
+
+@pytest.mark.parametrize("head", sorted(HEADS))
+def test_task_model_uses_the_passed_encoders_variables_under_the_original_names(head):
+    config = small_config()
+    bert = encoder.AlbertEncoder(config)
+    model = HEADS[head](bert)
+    assert model.encoder is bert and model.config is bert.config
+    names = model.checkpoint_variables()
+    encoder_names = [name for name, _ in SPEC_NAMES if name.startswith("bert/")]
+    assert list(names)[:len(encoder_names)] == encoder_names
+    for name, variable in bert.checkpoint_variables().items():
+        assert names[name] is variable, name
+    own = [id(variable) for variable in bert.weights]
+    assert sum(id(variable) in own for variable in model.weights) == len(own)  # no copies
+    assert len({id(variable) for variable in model.weights}) == len(model.weights)
+
+
+def test_task_model_computes_in_its_encoders_precision(float32_policy):
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    bert = encoder.AlbertEncoder(small_config())
+    keras.mixed_precision.set_global_policy("float32")
+    model = classifier.AlbertClassifier(bert, num_labels=2)
+    assert model.dtype_policy.name == "mixed_bfloat16"
+    assert classifier.AlbertClassifier(bert, 2, dtype="float32").dtype_policy.name == "float32"
+
+
+def test_squad_v1_refuses_an_encoder_that_skips_padding():
+    with pytest.raises(ValueError, match="v1.1 model keeps the padded computation"):
+        squad_heads.AlbertSquadV1(encoder.AlbertEncoder(small_config(), skip_padding=True))

@@ -5,7 +5,7 @@ import pytest
 
 from albert_tf import checkpoints
 from albert_tf.huggingface import hf_interop
-from albert_tf.modeling import multiple_choice
+from albert_tf.modeling import encoder, multiple_choice
 
 
 def _inputs(batch, seq_length, vocab_size, seed=0):
@@ -18,7 +18,7 @@ def _inputs(batch, seq_length, vocab_size, seed=0):
 
 
 def test_head_variables_in_the_original_layout(tiny_config):
-    model = multiple_choice.AlbertMultipleChoice(tiny_config, dropout_prob=0.1)
+    model = multiple_choice.AlbertMultipleChoice(encoder.AlbertEncoder(tiny_config), dropout_prob=0.1)
     names = model.checkpoint_variables()
     assert tuple(names["output_weights"].shape) == (1, tiny_config.hidden_size)
     assert tuple(names["output_bias"].shape) == (1,)
@@ -32,7 +32,7 @@ def test_head_variables_in_the_original_layout(tiny_config):
 
 
 def test_dropout_only_when_training_and_loss(tiny_config):
-    model = multiple_choice.AlbertMultipleChoice(tiny_config, dropout_prob=0.5)
+    model = multiple_choice.AlbertMultipleChoice(encoder.AlbertEncoder(tiny_config), dropout_prob=0.5)
     inputs = _inputs(3, 16, tiny_config.vocab_size)
     first = model(inputs, training=False)
     again = model(inputs, training=False)
@@ -55,7 +55,7 @@ def test_logits_match_hugging_face(tiny_config, tmp_path):
     from transformers.models.albert import modeling_albert
 
     tiny_config.hidden_dropout_prob = tiny_config.attention_probs_dropout_prob = 0.0
-    model = multiple_choice.AlbertMultipleChoice(tiny_config, dropout_prob=0.1)
+    model = multiple_choice.AlbertMultipleChoice(encoder.AlbertEncoder(tiny_config), dropout_prob=0.1)
     model.checkpoint_variables()["output_bias"].assign([0.25])
     prefix = str(tmp_path / "model.ckpt-1")
     checkpoints.write_checkpoint(

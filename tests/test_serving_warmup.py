@@ -80,16 +80,16 @@ def test_a_failing_warmup_request_fails_the_load(tmp_path):
 def test_squad_and_race_exports_write_warmup_requests_that_replay(tmp_path, spm_model_file):
     from albert_tf.text import tf_tokenization
     from albert_tf.export import race as race_export, squad as squad_export
-    from albert_tf.modeling import multiple_choice, squad_heads
+    from albert_tf.modeling import encoder, multiple_choice, squad_heads
     from albert_tf.race import graph_features
     from tests.conftest import brown_config
     config = brown_config(max_position_embeddings=64)
     tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, True)
     squad_dir = squad_export.write_saved_model(squad_export.SquadSignatures(
-        squad_heads.build_squad_model(config, True, start_n_top=2, end_n_top=2), True, 64, 12,
+        squad_heads.build_squad_model(encoder.AlbertEncoder(config), True, start_n_top=2, end_n_top=2), True, 64, 12,
         16, 8, tokenizer), str(tmp_path / "squad"))
     race_dir = race_export.export_saved_model(
-        multiple_choice.AlbertMultipleChoice(config, skip_padding=True), str(tmp_path / "race"),
+        multiple_choice.AlbertMultipleChoice(encoder.AlbertEncoder(config, skip_padding=True)), str(tmp_path / "race"),
         graph_features.RaceTextEncoder(tokenizer, 64, 24))
     for model_dir, answer_signature in ((squad_dir, "answer"), (race_dir, "text")):
         logs = _logs(model_dir)
@@ -109,7 +109,7 @@ def test_squad_and_race_exports_warm_up_at_the_run_s_lengths(tmp_path, tiny_conf
     import types
     from albert_tf import checkpoints
     from albert_tf.export import race as race_export, squad as squad_export
-    from albert_tf.modeling import multiple_choice, squad_heads
+    from albert_tf.modeling import encoder, multiple_choice, squad_heads
     from albert_tf.squad import run as squad_run
     batching = length_buckets.Batching.cut(buckets)
     job = types.SimpleNamespace(
@@ -117,8 +117,8 @@ def test_squad_and_race_exports_warm_up_at_the_run_s_lengths(tmp_path, tiny_conf
         do_lower_case=True, settings=types.SimpleNamespace(spm_model_file=None),
         options=squad_run.SquadRun(version_2_with_negative=True, start_n_top=2, end_n_top=2))
     exports = {}
-    for name, model in (("race", multiple_choice.AlbertMultipleChoice(tiny_config)),
-                        ("squad", squad_heads.build_squad_model(tiny_config, True, 2, 2))):
+    for name, model in (("race", multiple_choice.AlbertMultipleChoice(encoder.AlbertEncoder(tiny_config))),
+                        ("squad", squad_heads.build_squad_model(encoder.AlbertEncoder(tiny_config), True, 2, 2))):
         prefix = str(tmp_path / name / "model.ckpt-1")
         checkpoints.write_checkpoint(prefix, {n: v.numpy() for n, v
                                               in model.checkpoint_variables().items()})

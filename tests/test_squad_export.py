@@ -13,7 +13,7 @@ import pytest
 
 from albert_tf.text import tf_tokenization, tokenization
 from albert_tf.export import squad as squad_export
-from albert_tf.modeling import squad_heads
+from albert_tf.modeling import encoder, squad_heads
 from albert_tf.squad import features, postprocess, reader
 
 from tests.test_squad_data import HARD_PARAGRAPHS, _squad_json
@@ -36,8 +36,7 @@ def setup(real_data, spm_model_file, tmp_path_factory):
     # Seed first: tf.random.set_seed after an InGraphTokenizer exists destroys its
     # SentencePiece resource (TensorFlow clears the kernel cache that holds it).
     keras.utils.set_random_seed(7)
-    models = {version_2: squad_heads.build_squad_model(config, version_2, start_n_top=4,
-                                                       end_n_top=3)
+    models = {version_2: squad_heads.build_squad_model(encoder.AlbertEncoder(config), version_2, start_n_top=4, end_n_top=3)
               for version_2 in (False, True)}
     return examples, feats, models, tf_tokenization.InGraphTokenizer(spm_model_file, True)
 

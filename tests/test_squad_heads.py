@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
-from albert_tf.modeling import squad_heads
+from albert_tf.modeling import encoder, squad_heads
 
 B, S = 3, 20
 
@@ -41,12 +41,12 @@ def _values(model):
 
 
 def test_only_the_v2_model_skips_padding():
-    assert squad_heads.build_squad_model(_config(), True, skip_padding=True).encoder.skip_padding
+    assert squad_heads.build_squad_model(encoder.AlbertEncoder(_config(), skip_padding=True), True).encoder.skip_padding
     with pytest.raises(ValueError, match="v1.1 model keeps the padded computation"):
-        squad_heads.build_squad_model(_config(), False, skip_padding=True)
+        squad_heads.build_squad_model(encoder.AlbertEncoder(_config(), skip_padding=True), False)
 
 def test_v1_head_names_arithmetic_and_loss():
-    model = squad_heads.AlbertSquadV1(_config())
+    model = squad_heads.AlbertSquadV1(encoder.AlbertEncoder(_config()))
     inputs = _inputs()
     outputs = model(inputs)
     head = {k: v for k, v in _values(model).items() if not k.startswith("bert/")}
@@ -97,7 +97,7 @@ def _v2_reference(values, sequence, p_mask, start_states):
 
 
 def test_v2_head_names_arithmetic_beam_and_loss():
-    model = squad_heads.AlbertSquadV2(_config(), start_n_top=4, end_n_top=3)
+    model = squad_heads.AlbertSquadV2(encoder.AlbertEncoder(_config()), start_n_top=4, end_n_top=3)
     inputs = _inputs(1)
     values = _values(model)
     assert {k: v.shape for k, v in values.items() if not k.startswith("bert/")} == V2_HEAD_SHAPES
@@ -138,7 +138,7 @@ def test_v2_head_names_arithmetic_beam_and_loss():
 
 
 def test_answer_class_dropout_only_when_training():
-    model = squad_heads.AlbertSquadV2(_config(), dropout_prob=0.5)
+    model = squad_heads.AlbertSquadV2(encoder.AlbertEncoder(_config()), dropout_prob=0.5)
     inputs = dict(_inputs(2), start_positions=tf.constant([0, 7, 9]))
     a, b = (model(inputs, training=False)["cls_logits"].numpy() for _ in range(2))
     np.testing.assert_array_equal(a, b)
@@ -149,14 +149,14 @@ def test_answer_class_dropout_only_when_training():
 @pytest.mark.parametrize("version_2", [False, True])
 def test_checkpoint_round_trip_under_the_original_names(tmp_path, version_2):
     config = _config()
-    model = squad_heads.build_squad_model(config, version_2)
+    model = squad_heads.build_squad_model(encoder.AlbertEncoder(config), version_2)
     prefix = str(tmp_path / "model.ckpt-1")
     checkpoints.write_checkpoint(prefix, _values(model))
     names = {name for name, _ in tf.train.list_variables(prefix)}
     assert names == set(model.checkpoint_variables())
     assert (("cls/squad/output_weights" in names) != version_2
             and ("answer_class/dense_1/kernel" in names) == version_2)
-    restored = squad_heads.build_squad_model(config, version_2)
+    restored = squad_heads.build_squad_model(encoder.AlbertEncoder(config), version_2)
     report = checkpoints.load_into(restored.checkpoint_variables(), prefix)
     assert not report.missing and not report.mismatched
     inputs = _inputs(3)
@@ -166,4 +166,4 @@ def test_checkpoint_round_trip_under_the_original_names(tmp_path, version_2):
 
 def test_bad_beam_sizes_are_refused():
     with pytest.raises(ValueError, match="start_n_top \\(0\\)"):
-        squad_heads.AlbertSquadV2(_config(), start_n_top=0)
+        squad_heads.AlbertSquadV2(encoder.AlbertEncoder(_config()), start_n_top=0)

@@ -53,7 +53,7 @@ from albert_tf.glue import features, task as glue_task
 from albert_tf.export import signature_methods
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
-from albert_tf.modeling import classifier
+from albert_tf.modeling import classifier, encoder
 from albert_tf.training import length_buckets
 
 PRECISIONS = ("float32", "mixed_bfloat16")
@@ -69,8 +69,8 @@ def load_classifier(albert_config, num_labels, checkpoint_path, precision="float
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
     try:
-        model = classifier.AlbertClassifier(albert_config, num_labels,
-                                            skip_padding=skip_padding)
+        model = classifier.AlbertClassifier(
+            encoder.AlbertEncoder(albert_config, skip_padding=skip_padding), num_labels)
     finally:
         keras.config.set_dtype_policy(previous)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,

@@ -25,8 +25,8 @@ layer × inner group) and `default` (= pooled_output); training=True applies dro
 The TF1-style `mlm` signature stays in `signatures`. Assets: the SentencePiece model and
 `albert_config.json`.
 
-Everything is exported in float32. `use_einsum=False` builds the graph without Einsum ops (the
-original re-exported its v2 modules that way for TF 1.15; it also helps TFLite converters).
+Everything is exported in float32, with no Einsum op (the model's projections are reshape +
+MatMul: the original re-exported its v2 modules that way for TF 1.15; TFLite converts them).
 """
 
 import os
@@ -165,7 +165,7 @@ def build_hub_root(model, spm_model_file, config_file, do_lower_case):
 
 
 def export_hub_module(albert_directory, export_path, checkpoint_name="model.ckpt-best",
-                      do_lower_case=True, use_einsum=True, spm_model_file=None):
+                      do_lower_case=True, spm_model_file=None):
     """Loads `<albert_directory>/<checkpoint_name>` and writes the SavedModel to `export_path`.
 
     Written under a temporary name beside `export_path` and renamed when complete; an existing
@@ -177,7 +177,7 @@ def export_hub_module(albert_directory, export_path, checkpoint_name="model.ckpt
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")
     try:
-        _, model, _ = pretrained.load_pretraining_model(albert_directory, checkpoint_name, use_einsum)
+        _, model, _ = pretrained.load_pretraining_model(albert_directory, checkpoint_name)
     finally:
         keras.config.set_dtype_policy(previous_policy)
     root, signatures = build_hub_root(

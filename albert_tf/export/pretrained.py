@@ -12,20 +12,19 @@ from absl import logging
 
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
-from albert_tf.modeling import pretraining
+from albert_tf.modeling import encoder, pretraining
 
 CONFIG_FILENAME = "albert_config.json"
 
 
-def load_pretraining_model(albert_directory, checkpoint_name=checkpoints.BEST_CHECKPOINT_NAME,
-                           use_einsum=True):
+def load_pretraining_model(albert_directory, checkpoint_name=checkpoints.BEST_CHECKPOINT_NAME):
     """(config, `AlbertPretrainingModel` loaded from `<albert_directory>/<checkpoint_name>`, report).
 
     A missing or mis-shaped encoder variable is an error; missing heads are logged and keep
     their initial values (as the original's `init_from_checkpoint` did).
     """
     config = AlbertConfig.from_json_file(os.path.join(albert_directory, CONFIG_FILENAME))
-    model = pretraining.AlbertPretrainingModel(config, use_einsum=use_einsum)
+    model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     report = checkpoints.load_into(model.checkpoint_variables(),
                                    os.path.join(albert_directory, checkpoint_name))
     return config, model, report

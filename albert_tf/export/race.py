@@ -24,7 +24,7 @@ from albert_tf import checkpoints
 from albert_tf.text import tf_tokenization
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
-from albert_tf.modeling import multiple_choice
+from albert_tf.modeling import encoder, multiple_choice
 from albert_tf.race import graph_features, reader
 from albert_tf.training import length_buckets
 
@@ -87,8 +87,9 @@ def warmup_logs(model, text_encoder=None, lengths=None):
 def load_model(albert_config, checkpoint_path, skip_padding=True):
     """A float32 `AlbertMultipleChoice` with every variable (heads too) from the checkpoint;
     `skip_padding`: the served batching's (`Batching.served`)."""
-    model = multiple_choice.AlbertMultipleChoice(albert_config, num_choices=reader.NUM_CHOICES,
-                                                 skip_padding=skip_padding)
+    model = multiple_choice.AlbertMultipleChoice(
+        encoder.AlbertEncoder(albert_config, skip_padding=skip_padding),
+        num_choices=reader.NUM_CHOICES)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               "a fine-tuned RACE checkpoint")
     return model

@@ -3,8 +3,8 @@
 As the original run_squad_v1.py: a SavedModel under `<export_dir>/saved_model/<version>/`
 (seconds since the epoch; TF Serving's base path is `<export_dir>/saved_model`), written under a
 temporary name and renamed when complete, and `<export_dir>/albert_model.tflite` converted from
-a reshape+matmul copy of the model (no Einsum op, as the original's `--use_einsum=false`), with
-fixed inputs [1, max_seq_length]. v2 models are exported too (the original exported v1 only).
+a copy of the model on a padded encoder (the model's may skip padding), with fixed inputs
+[1, max_seq_length]. v2 models are exported too (the original exported v1 only).
 
 Signatures:
   serving_default  int32 `input_ids`, `input_mask`, `segment_ids` [B, S] laid out as the
@@ -39,7 +39,7 @@ from albert_tf.files import io_utils
 from albert_tf.text import tf_tokenization
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
-from albert_tf.modeling import squad_heads
+from albert_tf.modeling import encoder, squad_heads
 from albert_tf.training import length_buckets
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -67,12 +67,12 @@ def model_outputs(model, version_2_with_negative, input_ids, input_mask, segment
 
 
 def load_squad_model(albert_config, checkpoint_path, version_2_with_negative, start_n_top=5,
-                     end_n_top=5, use_einsum=True, skip_padding=False):
+                     end_n_top=5, skip_padding=False):
     """A SQuAD model with every variable (heads included) from a fine-tuned checkpoint;
     `skip_padding`: the served batching's (`Batching.served`; v2 only)."""
-    model = squad_heads.build_squad_model(albert_config, version_2_with_negative, start_n_top,
-                                          end_n_top, use_einsum=use_einsum,
-                                          skip_padding=skip_padding)
+    model = squad_heads.build_squad_model(
+        encoder.AlbertEncoder(albert_config, skip_padding=skip_padding),
+        version_2_with_negative, start_n_top, end_n_top)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               f"a fine-tuned SQuAD {'v2' if version_2_with_negative else 'v1'} "
                               "checkpoint")
@@ -236,9 +236,10 @@ def write_saved_model(signatures, export_dir):
 
 def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_top=5,
                  end_n_top=5):
-    """Converts a reshape+matmul copy of `model` with inputs [1, max_seq_length] to TFLite."""
-    lite = squad_heads.build_squad_model(model.config, version_2_with_negative, start_n_top,
-                                         end_n_top)
+    """Converts a copy of `model` on a padded encoder (`model`'s may skip padding) with inputs
+    [1, max_seq_length] to TFLite."""
+    lite = squad_heads.build_squad_model(encoder.AlbertEncoder(model.config),
+                                         version_2_with_negative, start_n_top, end_n_top)
     lite_variables = lite.checkpoint_variables()
     for name, variable in model.checkpoint_variables().items():
         lite_variables[name].assign(variable)
@@ -271,8 +272,7 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, null_threshold=None
     options = job.options
     batching = job.batching.served()
     model = load_squad_model(job.albert_config, checkpoint_path, options.version_2_with_negative,
-                             options.start_n_top, options.end_n_top, options.use_einsum,
-                             batching.skip_padding)
+                             options.start_n_top, options.end_n_top, batching.skip_padding)
     tokenizer = None
     if job.spm_model_file and include_text:
         tokenizer = tf_tokenization.InGraphTokenizer(job.spm_model_file, job.do_lower_case)

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.glue import features, metrics
-from albert_tf.modeling import classifier
+from albert_tf.modeling import classifier, encoder
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import task as task_lib
 
@@ -64,8 +64,8 @@ class ClassifierTask(task_lib.Task):
 
     def build_model(self, strategy):
         return classifier.AlbertClassifier(
-            self.albert_config, self.num_labels, dropout_rate=CLASSIFIER_DROPOUT,
-            **self.batching.encoder_options)
+            encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
+            self.num_labels, dropout_rate=CLASSIFIER_DROPOUT)
 
     def _records(self, path, input_context):
         return task_lib.shard(tf.data.TFRecordDataset(path), input_context)

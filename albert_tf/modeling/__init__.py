@@ -5,14 +5,18 @@
 - `attention`: `attention_1` self-attention with 2-D stored [H,H] kernels, key mask −10000.
 - `transformer`: `inner_group_k`, the post-LayerNorm attention + FFN block.
 - `encoder`: `AlbertEncoder` (embeddings, E→H projection, G groups × K inner groups, pooler).
+- `task_model`: `AlbertTaskModel`, the base of every task model: an `AlbertEncoder` passed in
+  (built once by the caller, e.g. `AlbertClassifier(AlbertEncoder(config), num_labels=3)`) plus
+  the task's head.
 - `pretraining`: masked-LM and sentence-order heads, `AlbertPretrainingModel`.
-- `classifier`: `AlbertClassifier` (GLUE head at the root scope).
+- `classifier`: `AlbertClassifier` (GLUE head at the root scope); `token_classifier`,
+  `multiple_choice`, `squad_heads`: the tagging, RACE and SQuAD models.
+- `saving`: `get_config`/`from_config` for `.keras` files.
 
 Every model and head has `checkpoint_variables()`: an ordered {original name: variable} map,
 the only place the original checkpoint names live (`albert_tf/checkpoints.py` reads and writes
-through it). Task heads written elsewhere (`squad_heads.py`, `multiple_choice.py`) follow suit:
-build the encoder with `dtype=self.dtype_policy, name="bert"`, use `layers.ClassificationHead`
-or `layers.Dense`/`layers.LayerNorm` for float32 logits, create variables in `__init__` and set
-`self.built = True`, and return
-`encoder.checkpoint_variables()` updated with the head's own names.
+through it). A task model subclasses `task_model.AlbertTaskModel`, records its own arguments
+with `_record_arguments`, uses `layers.ClassificationHead` or `layers.Dense`/`layers.LayerNorm`
+for float32 logits, creates its variables in `__init__` and sets `self.built = True`, and returns
+`self.encoder.checkpoint_variables()` updated with the head's own names.
 """

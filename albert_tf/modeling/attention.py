@@ -1,13 +1,13 @@
 """`attention_1`: multi-head self-attention with the original's 2-D stored kernels.
 
-q/k/v kernels are stored [H, N·D] and the output kernel [N·D, H] (checkpoint shapes [H, H]); the
-einsum path views them as [H,N,D] / [N,D,H] ("BFH,HND->BFND", "BFND,NDH->BFH"), the matmul path
-reshapes activations instead, so its graph has no Einsum op. Keys are masked by adding
-(1 − mask)·−10000 to the float32 logits; the softmax runs in float32. Given a `packing.Packing`,
-inputs and outputs are the batch's real tokens [N, H] (see `packing`), projected by the same
-MatMul rows as the padded matmul path (`_rows`). Both paths are kept on purpose: Einsum is the
-original's graph (and `--use_einsum`'s exports), MatMul the fast one on CPUs (0.83× Hugging
-Face's time against Einsum's 1.23×, bench/RESULTS.md) and the one TFLite converts.
+q/k/v kernels are stored [H, N·D] and the output kernel [N·D, H] (checkpoint shapes [H, H]).
+Token rows go through each kernel as one MatMul (`_rows`) and are reshaped to heads; logits and
+context are batched MatMuls over [B,N,S,D]. That is the original's Einsum arithmetic
+("BFH,HND->BFND", "BFND,BTND->BNFT", "BNFT,BTND->BFND", "BFND,NDH->BFH") with no Einsum op:
+the graph converts to TFLite, and it is the faster one on CPUs (bench/RESULTS.md). Keys are
+masked by adding (1 − mask)·−10000 to the float32 logits; the softmax runs in float32. Given a
+`packing.Packing`, inputs and outputs are the batch's real tokens [N, H] (see `packing`),
+projected by the same `_rows`.
 """
 
 import collections
@@ -28,13 +28,12 @@ def attention_adder(input_mask):
 class SelfAttention(keras.layers.Layer):
     """Scope `attention_1`: `self/{query,key,value}` and `output/dense`, plus their dropouts."""
 
-    def __init__(self, config, use_einsum=False, **kwargs):
+    def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         hidden = config.hidden_size
         self.num_heads = config.num_attention_heads
         self.head_size = hidden // self.num_heads
         self.hidden_size = hidden
-        self.use_einsum = use_einsum
         initializer = layers.truncated_normal(config.initializer_range)
 
         def weight(name, shape, init):
@@ -60,9 +59,6 @@ class SelfAttention(keras.layers.Layer):
     def _heads(self, inputs, kernel, bias, packing):
         """[B,S,H] (or packed [N,H]) → [B,S,N,D]."""
         heads = (self.num_heads, self.head_size)
-        if self.use_einsum and packing is None:
-            return (tf.einsum("BFH,HND->BFND", inputs, tf.reshape(kernel, (self.hidden_size, *heads)))
-                    + tf.reshape(bias, heads))
         projected = self._rows(inputs, kernel, bias)
         if packing is None:
             batch_size, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
@@ -72,22 +68,14 @@ class SelfAttention(keras.layers.Layer):
 
     def _attend(self, query, key, value, adder, training):
         """[B,S,N,D] ×3 → context [B,S,N,D]; logits and softmax in float32."""
-        if self.use_einsum:
-            logits = tf.einsum("BFND,BTND->BNFT", query, key)
-        else:
-            logits = tf.matmul(tf.transpose(query, (0, 2, 1, 3)), tf.transpose(key, (0, 2, 3, 1)))
+        logits = tf.matmul(tf.transpose(query, (0, 2, 1, 3)), tf.transpose(key, (0, 2, 3, 1)))
         logits = tf.cast(logits, tf.float32) * (1.0 / math.sqrt(self.head_size)) + adder
         probs = tf.cast(tf.nn.softmax(logits), self.compute_dtype)
         probs = self.probs_dropout(probs, training=training)
-        if self.use_einsum:
-            return tf.einsum("BNFT,BTND->BFND", probs, value)
         return tf.transpose(tf.matmul(probs, tf.transpose(value, (0, 2, 1, 3))), (0, 2, 1, 3))
 
     def _output(self, context, packing):
         """[B,S,N,D] → [B,S,H] (packed: [N,H]) through `output/dense`."""
-        if self.use_einsum and packing is None:
-            kernel = tf.reshape(self.output_kernel, (self.num_heads, self.head_size, self.hidden_size))
-            return tf.einsum("BFND,NDH->BFH", context, kernel) + self.output_bias
         rows = tf.reshape(context, (-1, self.hidden_size))
         if packing is not None:
             return self._rows(packing.pack(rows), self.output_kernel, self.output_bias)

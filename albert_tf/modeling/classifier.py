@@ -8,29 +8,22 @@ num_labels = 1 gives the STS-B regression head.
 
 import keras
 
-from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers, saving
+from albert_tf.modeling import layers, saving, task_model
 
 HEAD_INITIALIZER_STDDEV = 0.02  # hard-coded in classifier_utils, not config.initializer_range
 
 
 @saving.register
-class AlbertClassifier(saving.ConfigSerializable, keras.Model):
-    """`model(inputs, training)` → {"logits": [B, num_labels] float32, "pooled_output": [B, H]}."""
+class AlbertClassifier(task_model.AlbertTaskModel):
+    """`AlbertClassifier(encoder, num_labels)`; `model(inputs, training)` →
+    {"logits": [B, num_labels] float32, "pooled_output": [B, H]}."""
 
-    def __init__(self, config, num_labels, dropout_rate=0.1, use_one_hot_embeddings=False,
-                 use_einsum=False, skip_padding=False, **kwargs):
-        super().__init__(**kwargs)
-        self._record_arguments(config, num_labels=num_labels, dropout_rate=dropout_rate,
-                               use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum, skip_padding=skip_padding)
-        self.config = config
+    def __init__(self, encoder, num_labels, dropout_rate=0.1, **kwargs):
+        super().__init__(encoder, **kwargs)
+        self._record_arguments(num_labels=num_labels, dropout_rate=dropout_rate)
         self.num_labels = num_labels
-        self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
-            name="bert")
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=layers.float32_policy(self.dtype_policy))
-        self.head = layers.ClassificationHead(config.hidden_size, num_labels, HEAD_INITIALIZER_STDDEV,
+        self.head = layers.ClassificationHead(self.config.hidden_size, num_labels, HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="output")
         self.built = True  # every variable exists already
 

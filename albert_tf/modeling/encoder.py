@@ -1,6 +1,6 @@
 """`AlbertEncoder`: the original `AlbertModel` (scope `bert/`) as a Keras 3 model.
 
-    encoder = AlbertEncoder(config)
+    encoder = AlbertEncoder(config)   # Keras name "bert", the original's scope
     outputs = encoder({"input_ids": ids, "input_mask": mask, "segment_ids": types}, training=False)
     outputs["sequence_output"]   # [B,S,H] float32, the last block's output
     outputs["pooled_output"]     # [B,H] float32, tanh(dense(sequence_output[:, 0]))
@@ -29,11 +29,11 @@ from albert_tf.modeling import embeddings, layers, packing, saving, transformer
 @saving.register
 class AlbertEncoder(saving.ConfigSerializable, keras.Model):
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, skip_padding=False,
+    def __init__(self, config, use_one_hot_embeddings=False, skip_padding=False, name="bert",
                  **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(name=name, **kwargs)
         self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum, skip_padding=skip_padding)
+                               skip_padding=skip_padding)
         config.validate()
         self.config = config
         self.skip_padding = skip_padding
@@ -43,15 +43,15 @@ class AlbertEncoder(saving.ConfigSerializable, keras.Model):
         if config.embedding_size != config.hidden_size:
             self.embedding_projection = layers.Dense(
                 config.embedding_size, config.hidden_size, config.initializer_range, None,
-                use_einsum, dtype=self.dtype_policy, name="embedding_hidden_mapping_in")
+                dtype=self.dtype_policy, name="embedding_hidden_mapping_in")
         self.groups = [
-            [transformer.TransformerBlock(config, use_einsum, dtype=self.dtype_policy,
+            [transformer.TransformerBlock(config, dtype=self.dtype_policy,
                                           name=f"group_{group}_inner_group_{inner}")
              for inner in range(config.inner_group_num)]
             for group in range(config.num_hidden_groups)]
         self.pooler = layers.Dense(
             config.hidden_size, config.hidden_size, config.initializer_range, tf.math.tanh,
-            use_einsum, dtype=self.dtype_policy, name="pooler")
+            dtype=self.dtype_policy, name="pooler")
         self.built = True  # every variable exists already
 
     @property

@@ -10,32 +10,25 @@ and trained with softmax cross-entropy over the choices.
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers, saving
+from albert_tf.modeling import layers, saving, task_model
 
 HEAD_INITIALIZER_STDDEV = 0.02  # hard-coded in race_utils, not config.initializer_range
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 @saving.register
-class AlbertMultipleChoice(saving.ConfigSerializable, keras.Model):
-    """`model(inputs, training)` with int32 [B, C, S] inputs → {"logits": [B, C] float32,
-    "probabilities": [B, C] float32}."""
+class AlbertMultipleChoice(task_model.AlbertTaskModel):
+    """`AlbertMultipleChoice(encoder, num_choices)`; `model(inputs, training)` with int32
+    [B, C, S] inputs → {"logits": [B, C] float32, "probabilities": [B, C] float32}."""
 
-    def __init__(self, config, num_choices=4, dropout_prob=0.1, use_one_hot_embeddings=False,
-                 use_einsum=False, skip_padding=False, **kwargs):
-        super().__init__(**kwargs)
-        self._record_arguments(config, num_choices=num_choices, dropout_prob=dropout_prob,
-                               use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum, skip_padding=skip_padding)
-        self.config = config
+    def __init__(self, encoder, num_choices=4, dropout_prob=0.1, **kwargs):
+        super().__init__(encoder, **kwargs)
+        self._record_arguments(num_choices=num_choices, dropout_prob=dropout_prob)
         self.num_choices = num_choices
-        self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
-            name="bert")
         self.dropout = keras.layers.Dropout(dropout_prob, dtype=self.dtype_policy)
-        self.head = layers.ClassificationHead(config.hidden_size, 1, HEAD_INITIALIZER_STDDEV,
+        self.head = layers.ClassificationHead(self.config.hidden_size, 1, HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="output")
+        self.built = True  # every variable exists already
 
     def call(self, inputs, training=False):
         seq_length = tf.shape(inputs["input_ids"])[-1]

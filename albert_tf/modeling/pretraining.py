@@ -11,21 +11,20 @@ import collections
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers, saving
+from albert_tf.modeling import layers, saving, task_model
 
 
 class MaskedLMHead(keras.layers.Layer):
     """`cls/predictions`: `transform/dense`, `transform/LayerNorm`, `output_bias`."""
 
-    def __init__(self, config, embedding_table, use_einsum=False, dtype=None, **kwargs):
+    def __init__(self, config, embedding_table, dtype=None, **kwargs):
         # The head itself is float32 (so the tied table is read in float32); the transform
         # runs in the model's compute dtype.
         super().__init__(dtype=layers.float32_policy(dtype), **kwargs)
         self.embedding_table = embedding_table
         self.transform = layers.Dense(
             config.hidden_size, config.embedding_size, config.initializer_range,
-            layers.get_activation(config.hidden_act), use_einsum, dtype=dtype, name="transform")
+            layers.get_activation(config.hidden_act), dtype=dtype, name="transform")
         self.layer_norm = layers.LayerNorm(config.embedding_size, dtype=dtype, name="LayerNorm")
         self.output_bias = self.add_weight(name="output_bias", shape=(config.vocab_size,),
                                            initializer="zeros")
@@ -46,25 +45,22 @@ class MaskedLMHead(keras.layers.Layer):
 
 
 @saving.register
-class AlbertPretrainingModel(saving.ConfigSerializable, keras.Model):
-    """Encoder + masked-LM + sentence-order heads.
+class AlbertPretrainingModel(task_model.AlbertTaskModel):
+    """`AlbertPretrainingModel(encoder)`: the encoder + masked-LM + sentence-order heads.
 
     `model(inputs, training)` takes the encoder's inputs plus optional int32
     `masked_lm_positions` [B,M]; returns the encoder's outputs plus `sop_logits` [B,2] and, when
     positions are given, `mlm_logits` [B,M,V].
     """
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
-        super().__init__(**kwargs)
-        self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
-        self.config = config
-        self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
-        self.mlm_head = MaskedLMHead(config, self.encoder.embedding_table, use_einsum,
-                                     dtype=self.dtype_policy, name="predictions")
+    def __init__(self, encoder, **kwargs):
+        super().__init__(encoder, **kwargs)
+        self._record_arguments()
+        config = self.config
+        self.mlm_head = MaskedLMHead(config, encoder.embedding_table, dtype=self.dtype_policy,
+                                     name="predictions")
         self.sop_head = layers.ClassificationHead(config.hidden_size, 2, config.initializer_range,
-                                           dtype=self.dtype_policy, name="seq_relationship")
+                                                  dtype=self.dtype_policy, name="seq_relationship")
         self.built = True  # every variable exists already
 
     def call(self, inputs, training=False):

@@ -22,28 +22,29 @@ import collections
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import encoder as encoder_lib
-from albert_tf.modeling import layers, saving
+from albert_tf.modeling import layers, saving, task_model
 
 V1_HEAD_INITIALIZER_STDDEV = 0.02  # hard-coded in create_v1_model
 MASKED_LOGIT = 1e30
 
 
 @saving.register
-class AlbertSquadV1(saving.ConfigSerializable, keras.Model):
-    """`model(inputs)` → {"start_logits", "end_logits"} [B, S] float32."""
+class AlbertSquadV1(task_model.AlbertTaskModel):
+    """`AlbertSquadV1(encoder)`; `model(inputs)` → {"start_logits", "end_logits"} [B, S]
+    float32."""
 
-    def __init__(self, config, use_one_hot_embeddings=False, use_einsum=False, **kwargs):
-        super().__init__(**kwargs)
-        self._record_arguments(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum)
-        self.config = config
+    def __init__(self, encoder, **kwargs):
         # Always the padded computation: the original's v1.1 n-best list can pick padding
-        # positions, whose logits a model that skips padding would not compute.
-        self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, dtype=self.dtype_policy, name="bert")
-        self.head = layers.ClassificationHead(config.hidden_size, 2, V1_HEAD_INITIALIZER_STDDEV,
+        # positions, whose logits an encoder that skips padding would not compute.
+        if encoder.skip_padding:
+            raise ValueError("skip_padding: the SQuAD v1.1 model keeps the padded computation "
+                             "(its n-best list can pick padding positions)")
+        super().__init__(encoder, **kwargs)
+        self._record_arguments()
+        self.head = layers.ClassificationHead(self.config.hidden_size, 2,
+                                              V1_HEAD_INITIALIZER_STDDEV,
                                               dtype=self.dtype_policy, name="cls_squad")
+        self.built = True  # every variable exists already
 
     def call(self, inputs, training=False):
         sequence = tf.cast(self.encoder(inputs, training=training)["sequence_output"],
@@ -73,8 +74,9 @@ def _masked(logits, p_mask):
 
 
 @saving.register
-class AlbertSquadV2(saving.ConfigSerializable, keras.Model):
-    """`model(inputs, training)`; `inputs` also needs float/int `p_mask` [B, S].
+class AlbertSquadV2(task_model.AlbertTaskModel):
+    """`AlbertSquadV2(encoder, start_n_top, end_n_top)`; `model(inputs, training)`; `inputs`
+    also needs float/int `p_mask` [B, S].
 
     With `start_positions` in `inputs`: {"start_log_probs", "end_log_probs" [B, S],
     "cls_logits" [B]} (teacher-forced ends, for the loss). Without: the beam outputs
@@ -82,26 +84,19 @@ class AlbertSquadV2(saving.ConfigSerializable, keras.Model):
     [B, k·end_n_top], "cls_logits" [B]}.
     """
 
-    def __init__(self, config, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_one_hot_embeddings=False, use_einsum=False, skip_padding=False, **kwargs):
-        super().__init__(**kwargs)
-        self._record_arguments(config, start_n_top=start_n_top, end_n_top=end_n_top,
-                               dropout_prob=dropout_prob,
-                               use_one_hot_embeddings=use_one_hot_embeddings,
-                               use_einsum=use_einsum, skip_padding=skip_padding)
+    def __init__(self, encoder, start_n_top=5, end_n_top=5, dropout_prob=0.1, **kwargs):
         if start_n_top < 1 or end_n_top < 1:
             raise ValueError(f"start_n_top ({start_n_top}) and end_n_top ({end_n_top}) must "
                              "be at least 1")
-        self.config = config
+        super().__init__(encoder, **kwargs)
+        self._record_arguments(start_n_top=start_n_top, end_n_top=end_n_top,
+                               dropout_prob=dropout_prob)
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
-        hidden, init = config.hidden_size, config.initializer_range
+        hidden, init = self.config.hidden_size, self.config.initializer_range
         head_policy = layers.float32_policy(self.dtype_policy)
-        self.encoder = encoder_lib.AlbertEncoder(
-            config, use_one_hot_embeddings, use_einsum, skip_padding, dtype=self.dtype_policy,
-            name="bert")
 
         def dense(name, width_in, width_out, activation=None, use_bias=True):
-            return layers.Dense(width_in, width_out, init, activation, use_einsum, use_bias,
+            return layers.Dense(width_in, width_out, init, activation, use_bias,
                                 dtype=head_policy, name=name)
 
         self.start_dense = dense("start_logits_dense", hidden, 1)
@@ -112,6 +107,7 @@ class AlbertSquadV2(saving.ConfigSerializable, keras.Model):
         self.answer_dense_0 = dense("answer_class_dense_0", 2 * hidden, hidden, tf.math.tanh)
         self.answer_dropout = keras.layers.Dropout(dropout_prob, dtype=head_policy)
         self.answer_dense_1 = dense("answer_class_dense_1", hidden, 1, use_bias=False)
+        self.built = True  # every variable exists already
 
     def _end_logits(self, hidden_states, start_states):
         """[..., S, H] states and matching [..., S, H] start states → [..., S] end logits."""
@@ -182,16 +178,10 @@ def v2_per_example_loss(outputs, start_positions, end_positions, is_impossible):
     return span + 0.5 * answer_class
 
 
-def build_squad_model(config, version_2_with_negative, start_n_top=5, end_n_top=5,
-                      dropout_prob=0.1, use_einsum=False, use_one_hot_embeddings=False,
-                      skip_padding=False):
-    """The v1 or v2 model for `--version_2_with_negative` (`skip_padding`: v2 only)."""
+def build_squad_model(encoder, version_2_with_negative, start_n_top=5, end_n_top=5,
+                      dropout_prob=0.1):
+    """The v1 or v2 model on `encoder` for `--version_2_with_negative` (an encoder that skips
+    padding: v2 only)."""
     if version_2_with_negative:
-        return AlbertSquadV2(config, start_n_top, end_n_top, dropout_prob,
-                             use_one_hot_embeddings=use_one_hot_embeddings,
-                             use_einsum=use_einsum, skip_padding=skip_padding)
-    if skip_padding:
-        raise ValueError("skip_padding: the SQuAD v1.1 model keeps the padded computation (its "
-                         "n-best list can pick padding positions)")
-    return AlbertSquadV1(config, use_one_hot_embeddings=use_one_hot_embeddings,
-                         use_einsum=use_einsum)
+        return AlbertSquadV2(encoder, start_n_top, end_n_top, dropout_prob)
+    return AlbertSquadV1(encoder)

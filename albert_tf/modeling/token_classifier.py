@@ -12,8 +12,9 @@ from albert_tf.modeling import classifier, saving
 
 @saving.register
 class AlbertTokenClassifier(classifier.AlbertClassifier):
-    """`model(inputs, training)` → {"logits": [B, S, num_labels] float32}: the GLUE classifier's
-    encoder, dropout and head (same arguments and variables), applied at every position."""
+    """`AlbertTokenClassifier(encoder, num_labels)`; `model(inputs, training)` →
+    {"logits": [B, S, num_labels] float32}: the GLUE classifier's dropout and head (same
+    arguments and variables), applied at every position."""
 
     def call(self, inputs, training=False):
         sequence_output = tf.cast(self.encoder(inputs, training=training)["sequence_output"],

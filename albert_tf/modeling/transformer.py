@@ -17,18 +17,18 @@ from albert_tf.modeling import attention, layers
 
 class TransformerBlock(keras.layers.Layer):
 
-    def __init__(self, config, use_einsum=False, **kwargs):
+    def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         hidden, intermediate = config.hidden_size, config.intermediate_size
-        self.attention = attention.SelfAttention(config, use_einsum, dtype=self.dtype_policy,
+        self.attention = attention.SelfAttention(config, dtype=self.dtype_policy,
                                                  name="attention_1")
         self.attention_layer_norm = layers.LayerNorm(hidden, dtype=self.dtype_policy, name="LayerNorm")
         self.intermediate = layers.Dense(
             hidden, intermediate, config.initializer_range, layers.get_activation(config.hidden_act),
-            use_einsum, dtype=self.dtype_policy, name="intermediate")
+            dtype=self.dtype_policy, name="intermediate")
         self.intermediate_output = layers.Dense(
-            intermediate, hidden, config.initializer_range, None, use_einsum,
-            dtype=self.dtype_policy, name="intermediate_output")
+            intermediate, hidden, config.initializer_range, None, dtype=self.dtype_policy,
+            name="intermediate_output")
         self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.ffn_layer_norm = layers.LayerNorm(hidden, dtype=self.dtype_policy, name="LayerNorm_1")
         self.built = True  # every variable exists already

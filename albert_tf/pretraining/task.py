@@ -17,6 +17,7 @@ adds loss and global_step.
 import keras
 import tensorflow as tf
 
+from albert_tf.modeling import encoder
 from albert_tf.modeling import pretraining as pretraining_model
 from albert_tf.pretraining import input_pipeline
 from albert_tf.training import strategy as strategy_lib, task
@@ -63,8 +64,8 @@ class PretrainingTask(task.Task):
         self.seed = seed
 
     def build_model(self, strategy):
-        return pretraining_model.AlbertPretrainingModel(
-            self.albert_config, use_one_hot_embeddings=strategy_lib.is_tpu(strategy))
+        return pretraining_model.AlbertPretrainingModel(encoder.AlbertEncoder(
+            self.albert_config, use_one_hot_embeddings=strategy_lib.is_tpu(strategy)))
 
     def train_dataset(self, input_context, batch_size):
         return input_pipeline.pretraining_dataset(

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.modeling import multiple_choice
+from albert_tf.modeling import encoder, multiple_choice
 from albert_tf.race import cache, metrics as race_metrics, reader
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import task as task_lib
@@ -73,8 +73,8 @@ class RaceTask(task_lib.Task):
 
     def build_model(self, strategy):
         return multiple_choice.AlbertMultipleChoice(
-            self.albert_config, num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob,
-            **self.batching.encoder_options)
+            encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
+            num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob)
 
     def _records(self, path, input_context, with_index=False):
         dataset = tf.data.TFRecordDataset(path)

@@ -21,8 +21,9 @@ def define_flags(flag_values):
     define.string("checkpoint_name", "model.ckpt-best", "Checkpoint prefix inside albert_directory.")
     define.bool("do_lower_case", True, "Whether to lower case the input text; baked into "
                 "the tokenization_info signature.")
-    define.bool("use_einsum", True, "False builds the graph without Einsum ops (as the original's "
-                "TF 1.15-compatible v2 modules; also easier for TFLite).")
+    define.bool("use_einsum", True, "Accepted as the original's flag; no effect: the graph is "
+                "always reshape + MatMul, without Einsum ops (as the original's TF "
+                "1.15-compatible v2 modules), the same variables and results.")
     define.string("spm_model_file", None, "SentencePiece model to ship (default: "
                   "<albert_directory>/30k-clean.model, else the directory's single *.model).")
     define.string("export_path", None, "Directory to write the SavedModel to (must not exist).")
@@ -33,7 +34,7 @@ def run(flag_values):
     """The whole script on parsed flags."""
     hub.export_hub_module(flag_values.albert_directory, flag_values.export_path,
                           flag_values.checkpoint_name, flag_values.do_lower_case,
-                          flag_values.use_einsum, flag_values.spm_model_file)
+                          flag_values.spm_model_file)
 
 
 def entry():

@@ -17,7 +17,7 @@ from albert_tf import cli
 from albert_tf.files import output_lock, tfrecord_check
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import file_patterns, outputs, task as pretraining_task
-from albert_tf.training import driver, flags as training_flags
+from albert_tf.training import evaluation, flags as training_flags, loop
 
 
 def define_flags(flag_values):
@@ -88,10 +88,19 @@ def run(flag_values):
     config = training_flags.training_config_from_flags(
         flag_values, num_train_steps=flag_values.num_train_steps,
         num_warmup_steps=flag_values.num_warmup_steps)
-    driver.train_and_evaluate(
-        task, strategy, config, do_train=flag_values.do_train, do_eval=flag_values.do_eval,
-        eval_batch_size=flag_values.eval_batch_size, max_eval_steps=flag_values.max_eval_steps,
-        only_latest=True, eval_timeout_secs=flag_values.eval_timeout_secs)
+    trainer = loop.Trainer(task, strategy, config)
+
+    def evaluate(checkpoint_path):
+        """The original's eval: the loop's streaming metrics over --max_eval_steps batches."""
+        trainer.checkpoints.restore_model(checkpoint_path)
+        results = trainer.evaluate(flag_values.eval_batch_size,
+                                   max_steps=flag_values.max_eval_steps)
+        trainer.write_eval_summaries(results)
+        return results
+
+    evaluation.train_and_evaluate(
+        trainer, evaluate, flag_values.do_train, flag_values.do_eval, config.num_train_steps,
+        flag_values.eval_timeout_secs, only_latest=True)
 
 
 def entry():

@@ -56,9 +56,9 @@ def define_flags(flag_values):
     define.integer("max_answer_length", 30, "The maximum length of an answer that can be "
                    "generated. This is needed because the start and end predictions are not "
                    "conditioned on one another.", lower_bound=1)
-    define.bool("use_einsum", True, "Whether to use tf.einsum or tf.reshape+tf.matmul for "
-                "dense layers. Must be set to False for TFLite compatibility (the TFLite file "
-                "is always written from a reshape+matmul copy).")
+    define.bool("use_einsum", True, "Accepted as the original's flag; no effect: dense layers "
+                "are always tf.reshape+tf.matmul (the same variables and results as tf.einsum, "
+                "and TFLite-compatible).")
     define.string("export_dir", None, "The directory where the exported SavedModel "
                   "(<export_dir>/saved_model/<version>) and albert_model.tflite will be stored.")
     define.bool("export_raw_text", True, "Include the raw-text `answer` signature (in-graph "

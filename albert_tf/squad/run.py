@@ -58,7 +58,6 @@ class SquadRun:
     start_n_top: int = 5
     end_n_top: int = 5
     dropout_prob: float = 0.1
-    use_einsum: bool = True
 
     def validate(self, max_seq_length, do_train, do_predict):
         for name in ("num_train_epochs", "warmup_proportion", "dropout_prob",
@@ -191,7 +190,7 @@ class SquadJob(fine_tuning.FineTuningJob):
         return squad_task.SquadTask(
             self.albert_config, options.version_2_with_negative, self.max_seq_length,
             start_n_top=options.start_n_top, end_n_top=options.end_n_top,
-            dropout_prob=options.dropout_prob, use_einsum=options.use_einsum,
+            dropout_prob=options.dropout_prob,
             batching=self.batching, output_dir=self.output_dir, **task_inputs)
 
     def predict(self, trainer, checkpoint, batch_size):

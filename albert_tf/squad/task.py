@@ -13,7 +13,7 @@ the evaluate-every-checkpoint loop keeps the best by.
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.modeling import squad_heads
+from albert_tf.modeling import encoder, squad_heads
 from albert_tf.squad import prediction, records
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import task as task_lib
@@ -32,7 +32,7 @@ class SquadTask(task_lib.Task):
 
     def __init__(self, albert_config, version_2_with_negative, max_seq_length,
                  train_record_file=None, start_n_top=5, end_n_top=5, dropout_prob=0.1,
-                 use_einsum=True, batching=length_buckets_lib.PADDED, scorer=None,
+                 batching=length_buckets_lib.PADDED, scorer=None,
                  output_dir=None):
         """`batching`: the run's `training.length_buckets.Batching` (padded for v1.1, see
         `KEEP_PADDING_V1`); `scorer`: the `prediction.SquadEvaluator` of the predict set
@@ -43,15 +43,13 @@ class SquadTask(task_lib.Task):
         self.train_record_file = train_record_file
         self.start_n_top, self.end_n_top = start_n_top, end_n_top
         self.dropout_prob = dropout_prob
-        self.use_einsum = use_einsum
         self.batching = batching
         self.scorer, self.output_dir = scorer, output_dir
 
     def build_model(self, strategy):
         return squad_heads.build_squad_model(
-            self.albert_config, self.version_2_with_negative, self.start_n_top, self.end_n_top,
-            self.dropout_prob, self.use_einsum,
-            **self.batching.encoder_options)
+            encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
+            self.version_2_with_negative, self.start_n_top, self.end_n_top, self.dropout_prob)
 
     def train_dataset(self, input_context, batch_size):
         if not self.train_record_file:

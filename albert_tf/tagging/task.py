@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.modeling import token_classifier
+from albert_tf.modeling import encoder, token_classifier
 from albert_tf.tagging import features, metrics
 from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import task as task_lib
@@ -35,8 +35,8 @@ class TaggingTask(task_lib.Task):
 
     def build_model(self, strategy):
         return token_classifier.AlbertTokenClassifier(
-            self.albert_config, len(self.labels), self.dropout_rate,
-            **self.batching.encoder_options)
+            encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
+            len(self.labels), self.dropout_rate)
 
     def dataset_of(self, path, batch_size, input_context=None, training=False):
         """Batches of the records in `path` (repeated and shuffled when `training`)."""

@@ -7,7 +7,7 @@ Implementing a task (see `albert_tf/pretraining/task.py` for a complete one):
 
     class ColaTask(task.Task):
         def build_model(self, strategy):                  # called under strategy.scope()
-            return classifier.AlbertClassifier(self.config, num_labels=2)
+            return classifier.AlbertClassifier(encoder.AlbertEncoder(self.config), num_labels=2)
         def train_dataset(self, input_context, batch_size):
             ds = tf.data.TFRecordDataset(self.train_file).repeat()
             ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
