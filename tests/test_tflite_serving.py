@@ -32,8 +32,7 @@ def servers(tmp_path_factory, spm_model_file):
     head = signatures.model.head.output_weights
     head.assign(head * HEAD_SCALE)
     base = str(tmp_path_factory.mktemp("int8"))
-    version_dir = classifier_export.write_saved_model(signatures, base, include_text=False,
-                                                      with_tflite=True)
+    version_dir = classifier_export.write_saved_model(signatures, base, with_tflite=True)
     started = {name: serving.start_python_server(base, "albert", port=0, grpc_port=0,
                                                  prefer_tflite_model=prefer)
                for name, prefer in (("float32", False), ("int8", True))}

@@ -69,6 +69,7 @@ from albert_tf.training import length_buckets
 
 PRECISIONS = ("float32", "mixed_bfloat16")
 EXPORT_PRECISIONS = ("float32", "bfloat16", "int8")
+TFLITE_SIGNATURES = ("ids",)  # the one signature of plain tensors
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
@@ -244,6 +245,14 @@ class ClassifierSignatures:
                 tf.TensorSpec([None], tf.string, name="text_b")])
         return archive
 
+    def tflite_archive(self):
+        """An `ExportArchive` of the model and TFLITE_SIGNATURES, the signatures TFLite converts."""
+        archive = keras.export.ExportArchive()
+        archive.track(self.model)
+        archive.add_endpoint(TFLITE_SIGNATURES[0], self.ids, input_signature=[
+            tf.TensorSpec([None, None], tf.int32, name=name) for name in MODEL_INPUTS])
+        return archive
+
 
 def _log_signature(log):
     kind = log.WhichOneof("log_type")
@@ -260,11 +269,12 @@ def write_saved_model(signatures, export_dir, include_text=True, with_tflite=Fal
     sizes = []
     path = versioned.write_archive(
         signatures.archive(include_text), export_dir, {name: method},
-        signatures.warmup_logs(include_text, tflite.SIGNATURES),
-        finish=lambda temp: sizes.append(tflite.write_int8(temp)))
+        signatures.warmup_logs(include_text, TFLITE_SIGNATURES),
+        finish=lambda temp: sizes.append(tflite.write_int8(signatures.tflite_archive(),
+                                                           TFLITE_SIGNATURES, temp)))
     logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
                  "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
-                 sizes[0] / 1e6, ", ".join(tflite.SIGNATURES))
+                 sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
     return path
 
 

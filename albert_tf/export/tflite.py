@@ -7,32 +7,39 @@ quantization stores the weights of the matrix products as int8 and quantizes act
 fly, row by row (XNNPACK's int8 kernels use VNNI where the CPU has it); embeddings, layer norms and
 softmax stay float32, inputs and outputs are unchanged.
 
-Only signatures of plain tensors convert with TFLite's built-in ops: `ids` (int32 ids in,
-`probabilities`, `predictions`, `label` out). Parsing tf.Examples and the in-graph tokenizer need
-TensorFlow ops the TFLite runtime lacks, so those signatures stay in the SavedModel only.
+Only signatures of plain tensors convert with TFLite's built-in ops (a classifier's `ids`: int32
+ids in, `probabilities`, `predictions`, `label` out). Parsing tf.Examples and the in-graph
+tokenizer need TensorFlow ops the TFLite runtime lacks, so those signatures stay in the
+SavedModel only.
 """
+
+import tempfile
 
 import tensorflow as tf
 
 from albert_tf.files import io_utils
 
 TFLITE_FILE = "model.tflite"  # the name TF Serving looks for (kTfLiteModelFilename)
-SIGNATURES = ("ids",)
 
 
-def convert_int8(saved_model_dir, signature_keys=SIGNATURES):
-    """The flatbuffer of `signature_keys` of the SavedModel, weights quantized to int8; the
-    converter's own error (naming the op) if a signature needs ops TFLite lacks."""
-    converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir,
-                                                         signature_keys=list(signature_keys))
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]  # dynamic range: no calibration data
-    return converter.convert()
+def convert_int8(archive, signature_keys):
+    """The flatbuffer of endpoints `signature_keys` of a Keras `ExportArchive` (which also adds
+    a `serving_default` copy of its first endpoint), weights quantized to int8;
+    the converter's own error (naming the op) if one needs ops TFLite lacks. The archive holds
+    only what the TFLite signatures use: the converter also converts the SavedModel's
+    initializers (a tokenizer's lookup tables would fail it)."""
+    with tempfile.TemporaryDirectory() as saved_model:
+        archive.write_out(saved_model, verbose=False)
+        converter = tf.lite.TFLiteConverter.from_saved_model(saved_model,
+                                                             signature_keys=list(signature_keys))
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]  # dynamic range: no calibration
+        return converter.convert()
 
 
-def write_int8(model_dir, signature_keys=SIGNATURES):
-    """Writes `<model_dir>/model.tflite` (under a temporary name first); returns its size in
-    bytes."""
-    flatbuffer = convert_int8(model_dir, signature_keys)
+def write_int8(archive, signature_keys, model_dir):
+    """Writes `<model_dir>/model.tflite` of `signature_keys` of `archive` (under a temporary
+    name first); returns its size in bytes."""
+    flatbuffer = convert_int8(archive, signature_keys)
     path = f"{model_dir.rstrip('/')}/{TFLITE_FILE}"
     with io_utils.atomic_path(path) as temp:
         with tf.io.gfile.GFile(temp, "wb") as writer:
