@@ -133,3 +133,16 @@ def test_a_version_without_model_tflite_is_served_from_its_saved_model(tmp_path,
     finally:
         server.shutdown()
     assert any("has no model.tflite" in record.getMessage() for record in caplog.records)
+
+
+def test_concurrent_requests_get_their_own_answers(servers):
+    """The one interpreter of a version is shared by every request thread."""
+    from concurrent.futures import ThreadPoolExecutor
+    _, started = servers
+    requests = [_ids(batch=2, length=8 + seed, seed=seed) for seed in range(12)]
+    expected = [_rest_probabilities(started["int8"], *request)[0] for request in requests]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda request: _rest_probabilities(started["int8"], *request)[0],
+                                requests * 3))
+    for index, answer in enumerate(answers):
+        np.testing.assert_allclose(answer, expected[index % len(requests)], rtol=1e-6)
