@@ -261,20 +261,22 @@ def _log_signature(log):
 
 def write_saved_model(signatures, export_dir, include_text=True, with_tflite=False):
     """Writes `<export_dir>/<version>/` atomically, with its TF Serving warm-up requests and,
-    `with_tflite`, its int8 `model.tflite`; returns that path."""
+    `with_tflite`, its int8 `model.tflite` (the warm-up then only of TFLITE_SIGNATURES);
+    returns that path."""
     name, method = signatures.examples_signature
-    if not with_tflite:
-        return versioned.write_archive(signatures.archive(include_text), export_dir,
-                                       {name: method}, signatures.warmup_logs(include_text))
     sizes = []
+
+    def add_tflite(temp):
+        sizes.append(tflite.write_int8(signatures.tflite_archive(), TFLITE_SIGNATURES, temp))
+
     path = versioned.write_archive(
         signatures.archive(include_text), export_dir, {name: method},
-        signatures.warmup_logs(include_text, TFLITE_SIGNATURES),
-        finish=lambda temp: sizes.append(tflite.write_int8(signatures.tflite_archive(),
-                                                           TFLITE_SIGNATURES, temp)))
-    logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
-                 "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
-                 sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
+        signatures.warmup_logs(include_text, TFLITE_SIGNATURES if with_tflite else None),
+        finish=add_tflite if with_tflite else None)
+    if with_tflite:
+        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
+                     "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
+                     sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
     return path
 
 
