@@ -77,3 +77,37 @@ def test_only_the_int8_export_holds_model_tflite(exports):
 def test_an_unknown_precision_is_refused_by_name(exports):
     with pytest.raises(ValueError, match="--export_precision must be one of"):
         classifier_export.export_from_checkpoint(None, None, None, export_precision="int4")
+
+
+def test_race_int8_export_answers_as_its_float32_savedmodel(tmp_path):
+    """RACE's ids signature (`serving_default`, [batch, 4, length]) in model.tflite."""
+    from albert_tf.export import race as race_export
+    from albert_tf.modeling import multiple_choice
+    from albert_tf.serving import tflite_servable
+    config = brown_config()
+    model = multiple_choice.AlbertMultipleChoice(config, num_choices=4)
+    dummy = tf.zeros([1, 4, 2], tf.int32)
+    model({"input_ids": dummy, "input_mask": dummy, "segment_ids": dummy}, training=False)
+    for variable in model.checkpoint_variables().values():
+        if "output_weights" in variable.path:
+            variable.assign(variable * 50.0)  # spread the answers
+    prefix = str(tmp_path / "model.ckpt-1")
+    checkpoints.write_checkpoint(prefix, {name: variable.numpy() for name, variable
+                                          in model.checkpoint_variables().items()})
+    job = types.SimpleNamespace(albert_config=config, max_seq_length=64,
+                                batching=length_buckets.Batching.cut((32, 64)),
+                                settings=types.SimpleNamespace(spm_model_file=None))
+    model_dir = race_export.export_from_checkpoint(job, prefix, str(tmp_path / "race"),
+                                                   export_precision="int8")
+    ids = np.random.RandomState(2).randint(5, 4000, (3, 4, 24)).astype(np.int32)
+    columns = {"input_ids": ids, "input_mask": np.ones_like(ids),
+               "segment_ids": np.zeros_like(ids)}
+    reference = tf.saved_model.load(model_dir).signatures["serving_default"](
+        **{key: tf.constant(value) for key, value in columns.items()})["probabilities"].numpy()
+    runner = tflite_servable.TfliteRunner(model_dir, "race", 1, 64)
+    answer = runner.run("serving_default", columns)["probabilities"]
+    assert np.ptp(reference) > 0.05  # five times the tolerance
+    np.testing.assert_allclose(answer, reference, atol=0.01)
+    with pytest.raises(ValueError, match="for RACE"):
+        race_export.export_from_checkpoint(job, prefix, str(tmp_path / "x"),
+                                           export_precision="bfloat16")
