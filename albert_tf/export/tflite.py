@@ -4,8 +4,8 @@ TF Serving started with `--prefer_tflite_model` serves a version from its `model
 its saved_model.pb, through the same REST and gRPC API, its signatures those of the TFLite file
 (`saved_model_bundle_factory.cc`); `serve.py --prefer_tflite_model` does the same. Dynamic-range
 quantization stores the weights of the matrix products as int8 and quantizes activations on the
-fly, row by row (XNNPACK's kernels on x86); embeddings, layer norms and
-softmax stay float32, inputs and outputs are unchanged.
+fly, row by row (XNNPACK's kernels on x86); embeddings, layer norms and softmax stay float32,
+inputs and outputs are unchanged.
 
 Only signatures of plain tensors convert with TFLite's built-in ops (a classifier's `ids`: int32
 ids in, `probabilities`, `predictions`, `label` out). Parsing tf.Examples and the in-graph
