@@ -18,6 +18,9 @@ ALBERT-base (v2 config), float32, real-length text, one invocation, round-robin.
   fed the ids at their real length (batch 32: padded to the longest row); Hugging Face =
   `AlbertForSequenceClassification` in eval mode under `torch.no_grad()` on the same ids without
   padding (batch 32: padded to the longest row). One call of each in turn; p50 and p99.
+  Export precisions (`--export_precision`), on the same `ids` requests: the bfloat16 export
+  (mixed_bfloat16 policy: products in bfloat16) and the int8 `model.tflite` called through
+  `serving.tflite_servable` as `serve.py --prefer_tflite_model` calls it (XNNPACK, 2 threads).
 * SQuAD prediction: the windows of `data/squad_v1_excerpt.json` (repeated to `--squad_copies`
   times the questions), `--max_seq_length=384`, stride 128, query 64, batch 8. Ours =
   the whole-set pass of `training.prediction.aggregate` over `squad.task.SquadTask`'s predict
@@ -199,6 +202,7 @@ def measure_serving(config, spm_file, work_dir):
     from albert_tf.text import tf_tokenization
     from albert_tf.export import classifier as classifier_export
     from albert_tf.modeling import classifier, encoder
+    from albert_tf.serving import tflite_servable
     tokenizer = tokenization.FullTokenizer(None, True, spm_file)
     # as export.load_classifier
     model = classifier.AlbertClassifier(encoder.AlbertEncoder(config, skip_padding=True), 2)
@@ -208,6 +212,11 @@ def measure_serving(config, spm_file, work_dir):
         graph_tokenizer.sep_id)
     loaded = tf.saved_model.load(classifier_export.write_saved_model(
         signatures, os.path.join(work_dir, "export")))
+    bfloat16 = tf.saved_model.load(classifier_export.write_saved_model(
+        bfloat16_signatures(config, model, spm_file), os.path.join(work_dir, "bfloat16")))
+    int8 = tflite_servable.TfliteRunner(classifier_export.write_saved_model(
+        signatures, os.path.join(work_dir, "int8"), include_text=False, with_tflite=True),
+        "albert", 1, 1024).signatures["ids"]
     hf = transformers.AlbertForSequenceClassification(hf_interop.huggingface_config(
         config, num_labels=2, attn_implementation=None)).eval()
     print(f"\nServing latency, movie-review sentences, max_seq_length {SEQ}, round-robin")
@@ -221,6 +230,11 @@ def measure_serving(config, spm_file, work_dir):
             "ours, `ids` signature": lambda r: loaded.signatures["ids"](
                 input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
                 segment_ids=tf.zeros_like(tf.constant(r[1]))),
+            "ours, `ids`, bfloat16 export": lambda r: bfloat16.signatures["ids"](
+                input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
+                segment_ids=tf.zeros_like(tf.constant(r[1]))),
+            "ours, `ids`, int8 model.tflite": lambda r: int8(
+                input_ids=r[1], input_mask=r[2], segment_ids=np.zeros_like(r[1])),
             "HF eval, no_grad, no padding": lambda r: _hf_call(torch, hf, r)}
         times = {name: [] for name in calls}
         for index, request in enumerate(requests):
@@ -234,6 +248,26 @@ def measure_serving(config, spm_file, work_dir):
         for name, values in times.items():
             p50, p99 = np.percentile(values, [50, 99])
             print(f"| {name} | {batch} | {p50:.1f} | {p99:.1f} | {p50 / reference:.2f}× |")
+
+
+def bfloat16_signatures(config, float_model, spm_file):
+    """`ClassifierSignatures` of a mixed_bfloat16 copy of `float_model`, as
+    `--export_precision=bfloat16` loads it."""
+    import keras
+    from albert_tf.text import tf_tokenization
+    from albert_tf.export import classifier as classifier_export
+    from albert_tf.modeling import classifier, encoder
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        model = classifier.AlbertClassifier(encoder.AlbertEncoder(config, skip_padding=True), 2)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    for name, variable in model.checkpoint_variables().items():
+        variable.assign(float_model.checkpoint_variables()[name])
+    tokenizer = tf_tokenization.InGraphTokenizer(spm_file, True)
+    return classifier_export.ClassifierSignatures(model, ["0", "1"], SEQ, False, tokenizer,
+                                                  tokenizer.cls_id, tokenizer.sep_id)
 
 
 def _hf_call(torch, model, request):
@@ -320,7 +354,10 @@ def measure_squad(config, spm_file, work_dir):
 
 
 def main(_):
-    print(f"CPU: {machine.cpu_model()}; {os.cpu_count()} cores; TensorFlow {tf.__version__}; "
+    from albert_tf.demo import precision_choice
+    print(f"CPU: {machine.cpu_model()}; {os.cpu_count()} cores; ISA: "
+          f"{' '.join(precision_choice.cpu_description()[1]) or 'none of interest'}; "
+          f"TensorFlow {tf.__version__}; "
           f"TF_ENABLE_ONEDNN_OPTS={os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'unset (oneDNN on)')}")
     config = AlbertConfig.from_json_file(CONFIG)
     with tempfile.TemporaryDirectory(prefix="bench_dynamic_length_") as work_dir:

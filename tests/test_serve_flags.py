@@ -43,3 +43,28 @@ def test_tensorflow_model_server_gets_the_same_flags(monkeypatch):
     assert command == ["/usr/bin/tensorflow_model_server", "--rest_api_port=8501",
                        "--model_name=albert", "--model_base_path=/m", "--port=8500",
                        "--enable_batching=true"]
+
+
+def test_prefer_tflite_model_reaches_both_servers(monkeypatch):
+    """--prefer_tflite_model goes to tensorflow_model_server's command line, or to the built-in
+    server's version loader."""
+    import types
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/" + name)
+    commands, calls = [], []
+    monkeypatch.setattr(serving, "run_model_server", commands.append)
+    serve.run(_flags("--model_base_path=/m", "--prefer_tflite_model"))
+    assert "--prefer_tflite_model=true" in commands[0]
+    serve.run(_flags("--model_base_path=/m"))
+    assert not any("tflite" in flag for flag in commands[1])
+
+    def start(*args, **kwargs):
+        calls.append(kwargs)
+
+        def wait():
+            raise KeyboardInterrupt  # Ctrl-C: run() shuts the server down and returns
+        return types.SimpleNamespace(server_address=("127.0.0.1", 1),
+                                     grpc=types.SimpleNamespace(port=2), wait=wait,
+                                     shutdown=lambda: None)
+    monkeypatch.setattr(serving, "start_python_server", start)
+    serve.run(_flags("--model_base_path=/m", "--prefer_tflite_model", "--nouse_model_server"))
+    assert calls[0]["prefer_tflite_model"] is True

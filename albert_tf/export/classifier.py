@@ -41,8 +41,18 @@ and `label` [B] (the label string; the float score for sts-b). With a threshold
 (--threshold_to_export) each also returns `threshold` [B] float32: the original meant one scalar,
 but TF Serving's row-format ("instances") REST answers need every output to have the batch
 dimension, so the value is repeated per example.
+
+Export precisions (--export_precision): `float32`; `bfloat16`, the same signatures, inputs and
+outputs with the matrix products in bfloat16 (Keras' mixed_bfloat16 policy: float32 variables,
+logits and softmax in float32); `int8`, the float32 SavedModel plus a dynamic-range int8
+`model.tflite` of the `ids` signature in the same version directory (`export.tflite`), which
+`serve.py --prefer_tflite_model` and TF Serving's `--prefer_tflite_model` serve instead. The
+int8 version's warm-up file then holds only `ids` requests, the signature both can replay.
 """
 
+import os
+
+from absl import logging
 import keras
 import numpy as np
 import tensorflow as tf
@@ -51,12 +61,15 @@ from albert_tf import checkpoints
 from albert_tf.text import tf_tokenization
 from albert_tf.glue import features, task as glue_task
 from albert_tf.export import signature_methods
+from albert_tf.export import tflite
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
 from albert_tf.modeling import classifier, encoder
 from albert_tf.training import length_buckets
 
 PRECISIONS = ("float32", "mixed_bfloat16")
+EXPORT_PRECISIONS = ("float32", "bfloat16", "int8")
+TFLITE_SIGNATURES = ("ids",)  # the one signature of plain tensors
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
@@ -187,9 +200,10 @@ class ClassifierSignatures:
             words -= max(1, (pieces + 2 - length) // 2)
         return "the"
 
-    def warmup_logs(self, include_text=True):
+    def warmup_logs(self, include_text=True, signatures=None):
         """One request per signature and length bucket (batch 1): every sequence length a
-        signature runs the model at is optimised before the version is served."""
+        signature runs the model at is optimised before the version is served. `signatures`:
+        only those (None: all)."""
         logs = []
         name = self.examples_signature[0]
         for length in self.batching.lengths(self.max_seq_length):  # the lengths batches are cut to
@@ -206,6 +220,8 @@ class ClassifierSignatures:
                 logs.append(warmup_requests.predict_log("text", {
                     "text_a": warmup_requests.strings(self._text_of_length(length)),
                     "text_b": warmup_requests.strings("")}))
+        if signatures is not None:
+            logs = [log for log in logs if _log_signature(log) in signatures]
         return logs
 
     def archive(self, include_text=True):
@@ -229,20 +245,50 @@ class ClassifierSignatures:
                 tf.TensorSpec([None], tf.string, name="text_b")])
         return archive
 
+    def tflite_archive(self):
+        """An `ExportArchive` of the model and TFLITE_SIGNATURES, the signatures TFLite converts."""
+        archive = keras.export.ExportArchive()
+        archive.track(self.model)
+        archive.add_endpoint(TFLITE_SIGNATURES[0], self.ids, input_signature=[
+            tf.TensorSpec([None, None], tf.int32, name=name) for name in MODEL_INPUTS])
+        return archive
 
-def write_saved_model(signatures, export_dir, include_text=True):
-    """Writes `<export_dir>/<version>/` atomically, with its TF Serving warm-up requests;
+
+def _log_signature(log):
+    kind = log.WhichOneof("log_type")
+    return getattr(log, kind).request.model_spec.signature_name
+
+
+def write_saved_model(signatures, export_dir, include_text=True, with_tflite=False):
+    """Writes `<export_dir>/<version>/` atomically, with its TF Serving warm-up requests and,
+    `with_tflite`, its int8 `model.tflite` (the warm-up then only of TFLITE_SIGNATURES);
     returns that path."""
     name, method = signatures.examples_signature
-    return versioned.write_archive(signatures.archive(include_text), export_dir, {name: method},
-                                   signatures.warmup_logs(include_text))
+    sizes = []
+
+    def add_tflite(temp):
+        sizes.append(tflite.write_int8(signatures.tflite_archive(), TFLITE_SIGNATURES, temp))
+
+    path = versioned.write_archive(
+        signatures.archive(include_text), export_dir, {name: method},
+        signatures.warmup_logs(include_text, TFLITE_SIGNATURES if with_tflite else None),
+        finish=add_tflite if with_tflite else None)
+    if with_tflite:
+        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
+                     "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
+                     sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
+    return path
 
 
-def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, precision="float32",
-                           include_text=True):
+def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None,
+                           export_precision="float32", include_text=True):
     """Exports the classifier of a `glue.run.ClassifierJob` from a fine-tuned checkpoint,
-    batched as the job's run (`Batching.served`)."""
+    batched as the job's run (`Batching.served`), at `export_precision` (EXPORT_PRECISIONS)."""
+    if export_precision not in EXPORT_PRECISIONS:
+        raise ValueError(f"--export_precision must be one of {EXPORT_PRECISIONS}, got "
+                         f"{export_precision!r}")
     batching = job.batching.served()
+    precision = "mixed_bfloat16" if export_precision == "bfloat16" else "float32"
     model = load_classifier(job.albert_config, job.num_labels, checkpoint_path, precision,
                             batching.skip_padding)
     tokenizer = cls_id = sep_id = None
@@ -251,4 +297,9 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None, pre
         cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
     signatures = ClassifierSignatures(model, job.label_list, job.max_seq_length, job.regression,
                                       tokenizer, cls_id, sep_id, threshold, batching)
-    return write_saved_model(signatures, export_dir, include_text)
+    path = write_saved_model(signatures, export_dir, include_text,
+                             with_tflite=export_precision == "int8")
+    logging.info("Wrote %s: %s SavedModel%s", path,
+                 "float32" if precision == "float32" else "bfloat16-product",
+                 " and model.tflite (int8)" if export_precision == "int8" else "")
+    return path

@@ -13,15 +13,20 @@ Both return `logits` [batch, 4] float32 (the choice scores), `probabilities` [ba
 inside each batch (`modeling.packing`): its dense layers see only real tokens.
 The SavedModel goes to `<export_dir>/<version>/` with a numeric version (seconds since the epoch,
 as the original estimator exports; TF Serving serves the highest), written under a temporary
-name and renamed when complete.
+name and renamed when complete. `--export_precision=int8` also writes a dynamic-range int8
+`model.tflite` of `serving_default` into the version (`export.tflite`; served with
+`--prefer_tflite_model`), and the version's warm-up then holds only `serving_default` requests.
 """
 
+import os
 
+from absl import logging
 import keras
 import tensorflow as tf
 
 from albert_tf import checkpoints
 from albert_tf.text import tf_tokenization
+from albert_tf.export import tflite
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
 from albert_tf.modeling import encoder, multiple_choice
@@ -95,18 +100,42 @@ def load_model(albert_config, checkpoint_path, skip_padding=True):
     return model
 
 
-def export_saved_model(model, export_dir, text_encoder=None, warmup_lengths=None):
+EXPORT_PRECISIONS = ("float32", "int8")
+TFLITE_SIGNATURES = ("serving_default",)  # the ids signature; `text` needs TensorFlow ops
+
+
+def export_saved_model(model, export_dir, text_encoder=None, warmup_lengths=None,
+                       with_tflite=False):
     """Writes `<export_dir>/<version>/` atomically, warmed at `warmup_lengths` (see
-    `warmup_logs`); returns that path."""
-    return versioned.write_archive(serving_archive(model, text_encoder), export_dir,
-                                   warmup_logs=warmup_logs(model, text_encoder, warmup_lengths))
+    `warmup_logs`), with its int8 `model.tflite` when `with_tflite`; returns that path."""
+    logs = warmup_logs(model, text_encoder, warmup_lengths)
+    sizes = []
+
+    def add_tflite(temp):
+        sizes.append(tflite.write_int8(serving_archive(model), TFLITE_SIGNATURES, temp))
+
+    if with_tflite:
+        logs = [log for log in logs if log.predict_log.request.model_spec.signature_name
+                in TFLITE_SIGNATURES]
+    path = versioned.write_archive(serving_archive(model, text_encoder), export_dir,
+                                   warmup_logs=logs, finish=add_tflite if with_tflite else None)
+    if with_tflite:
+        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
+                     "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
+                     sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
+    return path
 
 
-def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True):
+def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True,
+                           export_precision="float32"):
     """Exports the model of a `race.run.RaceJob` from a fine-tuned checkpoint; with a
     SentencePiece model and `include_text` the SavedModel also has the raw-text signature
     `text` (the only one that needs tensorflow_text's custom ops). Batched and warmed up as
-    the job's run (`Batching.served`: its buckets, or max_seq_length alone)."""
+    the job's run (`Batching.served`: its buckets, or max_seq_length alone).
+    `export_precision`: EXPORT_PRECISIONS (int8: also `model.tflite`)."""
+    if export_precision not in EXPORT_PRECISIONS:
+        raise ValueError(f"--export_precision must be one of {EXPORT_PRECISIONS} for RACE, got "
+                         f"{export_precision!r}")
     batching = job.batching.served()
     model = load_model(job.albert_config, checkpoint_path, batching.skip_padding)
     text_encoder = None
@@ -116,4 +145,5 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True):
         text_encoder = graph_features.RaceTextEncoder(
             tokenizer, job.max_seq_length, job.settings.max_qa_length)
     return export_saved_model(model, export_dir, text_encoder,
-                              batching.lengths(job.max_seq_length))
+                              batching.lengths(job.max_seq_length),
+                              with_tflite=export_precision == "int8")

@@ -61,11 +61,12 @@ def temporary_path(directory):
     return os.path.join(directory, f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
-def write_archive(archive, directory, method_names=None, warmup_logs=()):
+def write_archive(archive, directory, method_names=None, warmup_logs=(), finish=None):
     """Writes a Keras `ExportArchive` to `<directory>/<version>/` under a temporary name first,
     so TF Serving never picks up a half-written version; returns that path. `method_names`
     ({signature: TF Serving method}) marks Classify / Regress signatures; `warmup_logs`
-    (PredictionLogs) become the version's TF Serving warm-up file."""
+    (PredictionLogs) become the version's TF Serving warm-up file; `finish(temporary path)`
+    adds files that belong inside the version (`model.tflite`) before the rename."""
     tf.io.gfile.makedirs(directory)
     remove_killed_temporaries(directory)
     temp = temporary_path(directory)
@@ -75,6 +76,8 @@ def write_archive(archive, directory, method_names=None, warmup_logs=()):
             signature_methods.set_method_names(temp, method_names)
         if warmup_logs:
             warmup_requests.write(temp, warmup_logs)
+        if finish is not None:
+            finish(temp)
         return _rename_to_new_version(temp, directory)
     except BaseException as error:
         if tf.io.gfile.exists(temp):

@@ -21,7 +21,9 @@ from albert_tf.modeling import layers
 
 def attention_adder(input_mask):
     """[B,S] mask (1 = real token) → [B,1,1,S] float32 adder: 0 on real keys, −10000 on padding."""
-    mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+    # expand_dims, not [:, newaxis, newaxis, :]: TFLite has no kernel for that strided slice
+    # on a dynamic shape (the int8 export, `export.tflite`).
+    mask = tf.expand_dims(tf.expand_dims(tf.cast(input_mask, tf.float32), 1), 1)
     return (1.0 - mask) * layers.MASK_ADDER
 
 

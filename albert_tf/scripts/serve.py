@@ -67,6 +67,10 @@ def define_flags(flag_values):
                    lower_bound=0)
     define.bool("enable_model_warmup", True, "Built-in server: replay the version's "
                 "assets.extra/tf_serving_warmup_requests before serving it (TF Serving's flag).")
+    define.bool("prefer_tflite_model", False, "Serve a version from the model.tflite in its "
+                "directory (an --export_precision=int8 export) instead of its saved_model.pb, "
+                "through the same API, with the TFLite file's signatures; a version without one "
+                "is served from saved_model.pb (TF Serving's flag and behaviour).")
     define.bool("enable_batching", False, "Built-in server: join concurrent requests into one "
                 "model call (TF Serving's flag).")
     define.string("batching_parameters_file", None, "Built-in server: text-format "
@@ -136,6 +140,8 @@ def run(flag_values):
     extra = [f"--enable_model_warmup={str(flag_values.enable_model_warmup).lower()}",
              f"--max_num_load_retries={flag_values.max_num_load_retries}",
              f"--load_retry_interval_micros={flag_values.load_retry_interval_micros}"]
+    if flag_values.prefer_tflite_model:
+        extra.append("--prefer_tflite_model=true")
     if parameters is not None:
         extra.append("--enable_batching=true")
         if flag_values.batching_parameters_file:
@@ -169,7 +175,8 @@ def run(flag_values):
             flag_values.allow_version_labels_for_unavailable_models),
         grpc_channel_arguments=flag_values.grpc_channel_arguments,
         grpc_socket_path=flag_values.grpc_socket_path or None,
-        ssl_config_file=flag_values.ssl_config_file or None)
+        ssl_config_file=flag_values.ssl_config_file or None,
+        prefer_tflite_model=flag_values.prefer_tflite_model)
     logging.info("serving %s on http://%s:%d (REST) and gRPC port %d%s", config_file or export_dir,
                  *server.server_address, server.grpc.port,
                  f" and socket {flag_values.grpc_socket_path}" if flag_values.grpc_socket_path

@@ -16,7 +16,8 @@ the calls), `tensor_requests` (TF Serving's request protos), `json_values` (its 
 conventions); front ends: `rest_app` (the ASGI application), `grpc_server` (its gRPC services)
 and `grpc_listen` (ports, Unix socket, channel arguments, TLS); `batching` (joining concurrent
 requests, callers isolated) with `config_protos` (the BatchingParameters and SSLConfig
-messages); `warmup`, `metrics`, `errors`; `server` (the `ModelServer` holding the lifecycle
+messages); `warmup`, `metrics`, `errors`; `tflite_servable` (a version's `model.tflite`, TF Serving's
+`--prefer_tflite_model`); `server` (the `ModelServer` holding the lifecycle
 and both front ends, or tensorflow_model_server).
 """
 

@@ -23,6 +23,7 @@ from albert_tf.serving import grpc_server
 from albert_tf.serving import metrics as metrics_lib
 from albert_tf.serving import model_config
 from albert_tf.serving import rest_app
+from albert_tf.serving import tflite_servable
 from albert_tf.serving import versions as versions_lib
 from albert_tf.serving import warmup
 from albert_tf import errors
@@ -194,11 +195,14 @@ class ModelRouter:
         await self._apps[versions](scope, receive, send)
 
 
-def version_loader(enable_model_warmup=True, batching_parameters=None):
-    """The `ServedVersions` loader: a `ModelRunner`, given a batcher when batching is on and
-    warmed up from its `assets.extra` before it is served."""
+def version_loader(enable_model_warmup=True, batching_parameters=None, prefer_tflite_model=False):
+    """The `ServedVersions` loader: a `ModelRunner` (its `model.tflite`'s with
+    `prefer_tflite_model`, `tflite_servable`), given a batcher when batching is on and warmed
+    up from its `assets.extra` before it is served."""
+    make_runner = tflite_servable.load_runner if prefer_tflite_model else ModelRunner
+
     def load(model_dir, model_name, version, max_batch_size):
-        runner = ModelRunner(model_dir, model_name, version, max_batch_size)
+        runner = make_runner(model_dir, model_name, version, max_batch_size)
         if batching_parameters is not None:
             runner.batcher = batching.Batcher(batching_parameters)
         if enable_model_warmup:
@@ -221,7 +225,8 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
                         model_config_file=None, config_poll_secs=0,
                         max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
                         allow_version_labels_for_unavailable_models=False,
-                        grpc_channel_arguments="", grpc_socket_path=None, ssl_config_file=None):
+                        grpc_channel_arguments="", grpc_socket_path=None, ssl_config_file=None,
+                        prefer_tflite_model=False):
     """Loads the newest `num_versions` versions under `export_dir` (or the models of
     `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
     them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
@@ -231,15 +236,16 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
     unless `allow_version_labels_for_unavailable_models`. A model that cannot be served raises
     a `StartupError` naming the flag, model and versions. gRPC also listens on the Unix socket
     `grpc_socket_path`, with TF Serving's `grpc_channel_arguments` ("key=value,...") and, given
-    `ssl_config_file` (a text-format SSLConfig), over TLS. Flags that cannot work (equal ports,
-    a bad SSL config) are refused before any model loads."""
+    `ssl_config_file` (a text-format SSLConfig), over TLS. `prefer_tflite_model` serves a
+    version's `model.tflite` instead of its saved_model.pb (TF Serving's flag). Flags that
+    cannot work (equal ports, a bad SSL config) are refused before any model loads."""
     if grpc_port is not None and grpc_port != 0 and grpc_port == port:
         raise StartupError(f"--port={grpc_port} and --rest_api_port={port}: the gRPC and REST "
                            f"APIs need different ports")
     channel_arguments = grpc_listen.channel_arguments(grpc_channel_arguments)
     credentials = grpc_listen.server_credentials(ssl_config_file) if ssl_config_file else None
     GRAPH_CALLS.set_limit(max_concurrent_model_calls)
-    loader = version_loader(enable_model_warmup, batching_parameters)
+    loader = version_loader(enable_model_warmup, batching_parameters, prefer_tflite_model)
 
     def make_versions(name, base_path, policy=None, labels=None, retry_first_load=True):
         return versions_lib.ServedVersions(

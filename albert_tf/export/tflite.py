@@ -1,0 +1,47 @@
+"""A dynamic-range int8 `model.tflite` inside a SavedModel version directory.
+
+TF Serving started with `--prefer_tflite_model` serves a version from its `model.tflite` instead of
+its saved_model.pb, through the same REST and gRPC API, its signatures those of the TFLite file
+(`saved_model_bundle_factory.cc`); `serve.py --prefer_tflite_model` does the same. Dynamic-range
+quantization stores the weights of the matrix products as int8 and quantizes activations on the
+fly, row by row (XNNPACK's kernels on x86); embeddings, layer norms and softmax stay float32,
+inputs and outputs are unchanged.
+
+Only signatures of plain tensors convert with TFLite's built-in ops (a classifier's `ids`: int32
+ids in, `probabilities`, `predictions`, `label` out). Parsing tf.Examples and the in-graph
+tokenizer need TensorFlow ops the TFLite runtime lacks, so those signatures stay in the
+SavedModel only.
+"""
+
+import tempfile
+
+import tensorflow as tf
+
+from albert_tf.files import io_utils
+
+TFLITE_FILE = "model.tflite"  # the name TF Serving looks for (kTfLiteModelFilename)
+
+
+def convert_int8(archive, signature_keys):
+    """The flatbuffer of endpoints `signature_keys` of a Keras `ExportArchive` (which also adds
+    a `serving_default` copy of its first endpoint), weights quantized to int8;
+    the converter's own error (naming the op) if one needs ops TFLite lacks. The archive holds
+    only what the TFLite signatures use: the converter also converts the SavedModel's
+    initializers (a tokenizer's lookup tables would fail it)."""
+    with tempfile.TemporaryDirectory() as saved_model:
+        archive.write_out(saved_model, verbose=False)
+        converter = tf.lite.TFLiteConverter.from_saved_model(saved_model,
+                                                             signature_keys=list(signature_keys))
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]  # dynamic range: no calibration
+        return converter.convert()
+
+
+def write_int8(archive, signature_keys, model_dir):
+    """Writes `<model_dir>/model.tflite` of `signature_keys` of `archive` (under a temporary
+    name first); returns its size in bytes."""
+    flatbuffer = convert_int8(archive, signature_keys)
+    path = f"{model_dir.rstrip('/')}/{TFLITE_FILE}"
+    with io_utils.atomic_path(path) as temp:
+        with tf.io.gfile.GFile(temp, "wb") as writer:
+            writer.write(flatbuffer)
+    return len(flatbuffer)
