@@ -1,6 +1,9 @@
-"""TF Serving's request and response protos (tensorflow-serving-api) answered by a `ModelRunner`:
-Predict, Classify, Regress, MultiInference and GetModelMetadata. Used by the gRPC API and by
-warm-up, which replays the same requests from a version's `assets.extra`."""
+"""The request core: Predict, Classify, Regress, MultiInference and GetModelMetadata, each
+implemented once on TF Serving's request and response protos (tensorflow-serving-api) and
+answered by a `ModelRunner` (TF Serving's predict_impl, classification_service,
+regression_service, multi_inference and get_model_metadata_impl). The gRPC front end calls
+these with the client's protos, the REST front end with the protos it made from the JSON
+(`rest_json`), warm-up with the records of a version's `assets.extra`: one set of rules for all."""
 
 import numpy as np
 import tensorflow as tf
@@ -26,14 +29,15 @@ _VALUE_FIELDS = {tf.float32: "float_val", tf.float64: "double_val", tf.int32: "i
                  tf.uint32: "uint32_val", tf.uint64: "uint64_val"}
 
 
-def tensor_proto(array):
-    """An output as TF Serving answers it by default (AsProtoField): the values in the typed
-    field (`float_val`, ...), not packed in `tensor_content`, which clients that read
-    `float_val` (as TF Serving's own tests do) would find empty."""
+def tensor_proto(array, as_proto_field=True):
+    """An output as a TensorProto. `as_proto_field` (TF Serving's default answer, kAsProtoField):
+    the values in the typed field (`float_val`, ...), which clients that read `float_val` (as TF
+    Serving's own tests do) expect; else packed in `tensor_content` (kAsProtoContent), one copy
+    of the array's bytes: what the REST front end asks for, as it reads them straight back."""
     array = np.asarray(array)
     proto = tf.make_tensor_proto(array)
     field = _VALUE_FIELDS.get(tf.dtypes.as_dtype(proto.dtype))
-    if field is not None and proto.tensor_content:
+    if as_proto_field and field is not None and proto.tensor_content:
         proto.ClearField("tensor_content")
         getattr(proto, field).extend(array.ravel().tolist())
     return proto
@@ -63,10 +67,11 @@ def _check_output_filter(request, output_names):
         seen.add(alias)
 
 
-def predict(runner, request):
+def predict(runner, request, as_proto_field=True):
     """A PredictRequest's PredictResponse, checked as predict_util.cc does before the model
     runs: the signature (FAILED_PRECONDITION when unknown), the inputs' names, the output
-    filter; `output_filter` limits the outputs returned."""
+    filter; `output_filter` limits the outputs returned, `as_proto_field` chooses how their
+    values are written (`tensor_proto`)."""
     signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
     signature_def = runner.signature_defs.get(signature)
     if signature_def is None:
@@ -86,13 +91,13 @@ def predict(runner, request):
     response = predict_pb2.PredictResponse()
     set_model_spec(response.model_spec, runner, signature)
     for name in list(request.output_filter) or sorted(outputs):
-        response.outputs[name].CopyFrom(tensor_proto(outputs[name]))
+        response.outputs[name].CopyFrom(tensor_proto(outputs[name], as_proto_field))
     return response
 
 
 def serialized_examples(model_input):
     """The serialized tf.Examples of an `Input`: each example merged with the shared context,
-    which may not repeat one of its features (the REST rule too: one request core's rules)."""
+    which may not repeat one of its features (input.proto leaves that undefined; refused)."""
     kind = model_input.WhichOneof("kind")
     if kind == "example_list":
         examples = list(model_input.example_list.examples)
@@ -100,7 +105,6 @@ def serialized_examples(model_input):
         context = model_input.example_list_with_context.context
         examples = []
         for index, example in enumerate(model_input.example_list_with_context.examples):
-            # input.proto: keys in both are undefined behaviour; refused, as over REST.
             both = sorted(set(context.features.feature) & set(example.features.feature))
             if both:
                 raise ServingError(f"examples[{index}]: features {both} are also in 'context'")
@@ -116,7 +120,9 @@ def serialized_examples(model_input):
 
 
 def _run_examples(runner, signature, model_input, method):
-    specs = runner.input_specs(signature)
+    """The outputs of a Classify or Regress signature on the Input's examples: the signature's
+    method checked first, then its single input (classifier.cc, regressor.cc)."""
+    specs = runner.input_specs(signature, method)
     if len(specs) != 1:
         raise ServingError(f"a {method} signature takes one input of serialized tf.Examples, "
                            f"signature {signature!r} takes {sorted(specs)}")
@@ -154,6 +160,7 @@ def regression_result(runner, signature, model_input, result):
 
 
 def classify(runner, request):
+    """A ClassificationRequest's ClassificationResponse."""
     response = classification_pb2.ClassificationResponse()
     signature = request.model_spec.signature_name or None
     classification_result(runner, signature, request.input, response.result)
@@ -162,6 +169,7 @@ def classify(runner, request):
 
 
 def regress(runner, request):
+    """A RegressionRequest's RegressionResponse."""
     response = regression_pb2.RegressionResponse()
     signature = request.model_spec.signature_name or None
     regression_result(runner, signature, request.input, response.result)
