@@ -19,7 +19,7 @@ from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      predict_pb2, prediction_service_pb2_grpc, regression_pb2)
 
 from albert_tf import serving
-from albert_tf.serving import json_values, request_core, rest_json
+from albert_tf.serving import json_values, request_core, rest_json, tensor_protos
 from tests.serving_toy_model import write_version
 
 _HTTP_STATUS = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.NOT_FOUND: 404,
@@ -208,3 +208,31 @@ def test_rest_predict_outputs_travel_as_tensor_content_grpc_as_typed_values(tmp_
     assert list(typed.float_val) == [3.0, 3.5, 4.0, 4.5] and not typed.tensor_content
     assert not packed.float_val and len(packed.tensor_content) == 4 * 4
     np.testing.assert_array_equal(tf.make_ndarray(packed), tf.make_ndarray(typed))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.int16,
+                                   np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                                   np.bool_])
+def test_tensor_protos_agree_with_tensorflows_converters(dtype):
+    """The cheap converters against tf.make_tensor_proto / tf.make_ndarray, the reference."""
+    array = (np.arange(24).reshape(2, 3, 4) % 7).astype(dtype)
+    for as_proto_field in (True, False):
+        proto = tensor_protos.tensor_proto(array, as_proto_field)
+        assert proto.dtype == tf.make_tensor_proto(array).dtype
+        round_trip = tf.make_ndarray(proto)
+        assert round_trip.dtype == array.dtype
+        np.testing.assert_array_equal(round_trip, array)
+    from_tf = tensor_protos.ndarray(tf.make_tensor_proto(array))
+    assert from_tf.dtype == array.dtype
+    np.testing.assert_array_equal(from_tf, array)
+
+
+def test_tensor_protos_strings_and_malformed_content():
+    strings = np.array([b"a\x00", b"\xff"], dtype=object)
+    assert list(tensor_protos.ndarray(tensor_protos.tensor_proto(strings))) == [b"a\x00", b"\xff"]
+    assert tensor_protos.tensor_proto(np.array([], dtype=object), dtype=tf.string).dtype == (
+        tf.string.as_datatype_enum)
+    proto = tf.make_tensor_proto(np.arange(6, dtype=np.float32).reshape(2, 3))
+    proto.tensor_content = proto.tensor_content[:-4]  # one float short
+    with pytest.raises(ValueError):
+        tensor_protos.ndarray(proto)

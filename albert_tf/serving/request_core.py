@@ -11,6 +11,7 @@ from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      predict_pb2, regression_pb2)
 
 from albert_tf.export import signature_methods
+from albert_tf.serving import tensor_protos
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_SIGNATURE
 
@@ -22,27 +23,6 @@ def set_model_spec(spec, runner, signature_name):
     spec.signature_name = signature_name or "serving_default"
 
 
-# TensorProto's typed value field per dtype (Tensor::AsProtoField, TF Serving's default).
-_VALUE_FIELDS = {tf.float32: "float_val", tf.float64: "double_val", tf.int32: "int_val",
-                 tf.int16: "int_val", tf.int8: "int_val", tf.uint8: "int_val",
-                 tf.uint16: "int_val", tf.int64: "int64_val", tf.bool: "bool_val",
-                 tf.uint32: "uint32_val", tf.uint64: "uint64_val"}
-
-
-def tensor_proto(array, as_proto_field=True):
-    """An output as a TensorProto. `as_proto_field` (TF Serving's default answer, kAsProtoField):
-    the values in the typed field (`float_val`, ...), which clients that read `float_val` (as TF
-    Serving's own tests do) expect; else packed in `tensor_content` (kAsProtoContent), one copy
-    of the array's bytes: what the REST front end asks for, as it reads them straight back."""
-    array = np.asarray(array)
-    proto = tf.make_tensor_proto(array)
-    field = _VALUE_FIELDS.get(tf.dtypes.as_dtype(proto.dtype))
-    if as_proto_field and field is not None and proto.tensor_content:
-        proto.ClearField("tensor_content")
-        getattr(proto, field).extend(array.ravel().tolist())
-    return proto
-
-
 def _ndarray(name, proto, spec):
     """A request TensorProto as numpy, refused unless its dtype is the signature's (as TF
     Serving: no silent casts)."""
@@ -50,7 +30,7 @@ def _ndarray(name, proto, spec):
         raise ServingError(f"Expects arg '{name}' to be {spec.dtype.name} but "
                            f"{tf.dtypes.as_dtype(proto.dtype).name} is provided")
     try:
-        return tf.make_ndarray(proto)
+        return tensor_protos.ndarray(proto)
     except (TypeError, ValueError) as error:
         raise ServingError(f"input '{name}': malformed TensorProto: {error}") from error
 
@@ -71,7 +51,7 @@ def predict(runner, request, as_proto_field=True):
     """A PredictRequest's PredictResponse, checked as predict_util.cc does before the model
     runs: the signature (FAILED_PRECONDITION when unknown), the inputs' names, the output
     filter; `output_filter` limits the outputs returned, `as_proto_field` chooses how their
-    values are written (`tensor_proto`)."""
+    values are written (`tensor_protos.tensor_proto`)."""
     signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
     signature_def = runner.signature_defs.get(signature)
     if signature_def is None:
@@ -91,7 +71,7 @@ def predict(runner, request, as_proto_field=True):
     response = predict_pb2.PredictResponse()
     set_model_spec(response.model_spec, runner, signature)
     for name in list(request.output_filter) or sorted(outputs):
-        response.outputs[name].CopyFrom(tensor_proto(outputs[name], as_proto_field))
+        response.outputs[name].CopyFrom(tensor_protos.tensor_proto(outputs[name], as_proto_field))
     return response
 
 
@@ -138,16 +118,19 @@ def classification_result(runner, signature, model_input, result):
     if reference is None:
         raise ServingError("the classify signature returns neither 'classes' nor 'scores'",
                            status=500)
-    reference = reference.reshape(reference.shape[0], -1)
-    for row in range(reference.shape[0]):
+    shape = (reference.shape[0], -1)
+    labels = None if classes is None else [
+        [label.decode("utf-8") if isinstance(label, bytes) else str(label) for label in row]
+        for row in classes.reshape(shape).tolist()]
+    values = None if scores is None else scores.reshape(shape).tolist()
+    for row in range(shape[0]):
         classifications = result.classifications.add()
-        for column in range(reference.shape[1]):
+        for column in range(len((values or labels)[row])):
             item = classifications.classes.add()
-            if classes is not None:
-                label = classes.reshape(reference.shape)[row, column]
-                item.label = label.decode("utf-8") if isinstance(label, bytes) else str(label)
-            if scores is not None:
-                item.score = float(scores.reshape(reference.shape)[row, column])
+            if labels is not None:
+                item.label = labels[row][column]
+            if values is not None:
+                item.score = values[row][column]
 
 
 def regression_result(runner, signature, model_input, result):

@@ -14,7 +14,7 @@ from tensorflow.core.framework import types_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, model_pb2,
                                      predict_pb2, regression_pb2)
 
-from albert_tf.serving import json_values, request_core
+from albert_tf.serving import json_values, request_core, tensor_protos
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_SIGNATURE
 
@@ -45,13 +45,13 @@ def predict(document, find_runner):
         layout, arrays = json_values.predict_inputs(document, dtypes)
         request = predict_pb2.PredictRequest(model_spec=_model_spec(runner, name))
         for key, array in arrays.items():  # numbers as tensor_content: one copy of the bytes
-            request.inputs[key].CopyFrom(tf.make_tensor_proto(array, dtype=dtypes[key]))
+            request.inputs[key].CopyFrom(tensor_protos.tensor_proto(array, False, dtypes[key]))
         response = request_core.predict(runner, request, as_proto_field=False)
     except ServingError as error:
         if error.code != Code.INVALID_ARGUMENT or error.status != 400:
             raise
         raise ServingError(f"{error}{_signature_hint(name, signature_def)}") from error
-    outputs = {key: json_values.to_json(tf.make_ndarray(proto), key)
+    outputs = {key: json_values.to_json(tensor_protos.ndarray(proto), key)
                for key, proto in response.outputs.items()}
     if layout == "columnar":
         return {"outputs": next(iter(outputs.values())) if len(outputs) == 1 else outputs}
