@@ -37,12 +37,12 @@ def tensor_proto(array, as_proto_field=True, dtype=None):
 
 
 def ndarray(proto):
-    """A TensorProto as a numpy array (read-only when it was packed in `tensor_content`); a
-    ValueError or TypeError when it is malformed."""
+    """A TensorProto as a numpy array; a ValueError or TypeError when it is malformed. Packed
+    bytes are copied once (a read-only view of them made the graph call slower)."""
     if not proto.tensor_content:
         return tf.make_ndarray(proto)
     dtype = tf.dtypes.as_dtype(proto.dtype)
     shape = [dim.size for dim in proto.tensor_shape.dim]
     if dtype == tf.string or any(size < 0 for size in shape):
         return tf.make_ndarray(proto)
-    return np.frombuffer(proto.tensor_content, dtype=dtype.as_numpy_dtype).reshape(shape)
+    return np.frombuffer(proto.tensor_content, dtype=dtype.as_numpy_dtype).reshape(shape).copy()
