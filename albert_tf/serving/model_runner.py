@@ -6,7 +6,6 @@ import contextlib
 import os
 import threading
 
-import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
@@ -92,18 +91,8 @@ class ModelRunner:
             raise ServingError(f"inputs must be exactly {sorted(specs)}; missing {missing}, unknown {unknown}")
         tensors, batch_sizes = {}, {}
         for key, spec in specs.items():
-            value = columns[key]
-            try:
-                if spec.dtype == tf.string:
-                    # Not numpy's bytes dtype: it drops trailing NUL bytes (serialized protos).
-                    array = np.asarray(value, dtype=object)
-                    if not all(isinstance(item, (str, bytes)) for item in array.flat):
-                        raise ValueError("ragged or non-string values")
-                else:
-                    array = np.asarray(value)
-                    if array.dtype == object:
-                        raise ValueError("ragged or mixed-type values")
-                tensors[key] = tf.constant(array, dtype=spec.dtype)
+            try:  # numpy arrays from the request core's TensorProtos (strings: object arrays)
+                tensors[key] = tf.constant(columns[key], dtype=spec.dtype)
             except (TypeError, ValueError, OverflowError) as error:
                 raise ServingError(f"input '{key}': cannot convert to {spec.dtype.name}: "
                                    f"{error}") from error
