@@ -15,7 +15,8 @@ Modules, by TF Serving's concepts:
   `model_runner` is the servable, one loaded version (its signatures, input checks, graph
   calls);
 - request core: `request_core`, Predict, Classify, Regress, MultiInference and
-  GetModelMetadata implemented once on TF Serving's request and response protos;
+  GetModelMetadata implemented once on TF Serving's request and response protos, with
+  `tensor_protos` (numpy arrays <-> TensorProtos as packed bytes);
 - REST front end: `rest_app` (the ASGI application: paths, bodies, status codes) and
   `rest_json` (the JSON turned into the request core's protos and its answers back into JSON,
   as http_rest_api_handler.cc), with `json_values` (TF Serving's JSON rules and error texts);
