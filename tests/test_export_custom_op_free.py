@@ -15,6 +15,7 @@ import tensorflow as tf
 from albert_tf import serving
 from albert_tf.export import classifier as classifier_export
 from albert_tf.export import preprocessor
+from albert_tf.serving import rest_json
 from tests.conftest import REPO_ROOT
 from tests.serving_fixtures import LABELS, MAX_SEQ_LENGTH, tiny_classifier_signatures
 
@@ -88,6 +89,11 @@ def test_saved_model_cli_runs_the_ids_export_but_not_the_combined_one(exports):
     assert "not registered" in refused.stderr  # the SentencePiece op needs tensorflow_text
 
 
+def _rest(verb, runner, document):
+    """The REST API's JSON answer to `document` (`:predict`, `:classify`, `:regress`) by `runner`."""
+    return getattr(rest_json, verb)(document, lambda: runner)
+
+
 @pytest.mark.slow
 def test_classify_and_regress_signatures_of_the_glue_export(exports, spm_model_file, tmp_path):
     regression = classifier_export.write_saved_model(
@@ -97,8 +103,8 @@ def test_classify_and_regress_signatures_of_the_glue_export(exports, spm_model_f
            "segment_ids": [[0, 0, 0]] * 2}
     examples = [{name: ids[name][row] for name in ids} for row in range(2)]
     runner = serving.ModelRunner(exports["ids_only"], "c", 1)
-    expected = runner.predict({"signature_name": "ids", "inputs": ids})["outputs"]
-    answer = runner.classify({"signature_name": "classify", "examples": examples})["result"]
+    expected = _rest("predict", runner, {"signature_name": "ids", "inputs": ids})["outputs"]
+    answer = _rest("classify", runner, {"signature_name": "classify", "examples": examples})["results"]
     assert [[label for label, _ in row] for row in answer] == [LABELS, LABELS]
     np.testing.assert_allclose([[score for _, score in row] for row in answer],
                                expected["probabilities"], atol=1e-6)
@@ -106,16 +112,16 @@ def test_classify_and_regress_signatures_of_the_glue_export(exports, spm_model_f
     padded = [{name: values + [0] * 5 for name, values in example.items()}
               for example in examples]
     np.testing.assert_allclose(
-        [[score for _, score in row] for row in runner.classify({"signature_name": "classify", "examples": padded})["result"]],
+        [[score for _, score in row] for row in _rest("classify", runner, {"signature_name": "classify", "examples": padded})["results"]],
         expected["probabilities"], atol=1e-5)
     for bad, message in [({"input_ids": [2, 5000, 3]}, "vocab_size"),
                          ({"segment_ids": [0, 0, 7]}, "type_vocab_size"),
                          ({"input_mask": [1, 1]}, "differ in length")]:
         with pytest.raises(serving.ServingError, match=message):
-            runner.classify({"signature_name": "classify",
+            _rest("classify", runner, {"signature_name": "classify",
                              "examples": [dict(examples[0], **bad)]})
     with pytest.raises(serving.ServingError, match="input_ids must be >= 0"):
-        runner.predict({"signature_name": "ids", "inputs": dict(ids, input_ids=[[2, -1, 3]] * 2)})
+        _rest("predict", runner, {"signature_name": "ids", "inputs": dict(ids, input_ids=[[2, -1, 3]] * 2)})
 
     # serving_default's serialized tf.Examples (padded to max_seq_length, so their last bytes
     # are NULs, which numpy's bytes arrays would drop) sent as b64, TF Serving's binary form.
@@ -125,9 +131,9 @@ def test_classify_and_regress_signatures_of_the_glue_export(exports, spm_model_f
         for name, values in example.items()})).SerializeToString()).decode()}
         for example in examples]
     np.testing.assert_allclose(
-        runner.predict({"inputs": {"serialized_example": serialized}})["outputs"]["probabilities"],
+        _rest("predict", runner, {"inputs": {"serialized_example": serialized}})["outputs"]["probabilities"],
         expected["probabilities"], atol=1e-5)
 
     regress = serving.ModelRunner(regression, "r", 1)
-    scores = regress.predict({"signature_name": "ids", "inputs": ids})["outputs"]["predictions"]
-    np.testing.assert_allclose(regress.regress({"signature_name": "regress", "examples": examples})["result"], scores, atol=1e-6)
+    scores = _rest("predict", regress, {"signature_name": "ids", "inputs": ids})["outputs"]["predictions"]
+    np.testing.assert_allclose(_rest("regress", regress, {"signature_name": "regress", "examples": examples})["results"], scores, atol=1e-6)

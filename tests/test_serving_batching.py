@@ -90,7 +90,7 @@ def test_num_batch_threads_unset_is_the_cpu_count():
 def test_concurrent_requests_share_model_calls_and_get_their_own_rows():
     function = _Recorder(delay=0.05)
     batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1,
-                                         max_enqueued_batches=100))
+                                         max_enqueued_batches=100), serving.ModelRunner.call)
     inputs = [[[i, i + 1]] for i in range(24)]
     results = _concurrently(batcher, function, inputs)
     for x, result in zip(inputs, results):
@@ -104,7 +104,8 @@ def test_allowed_batch_sizes_pad_and_variable_lengths_share_a_batch():
     gate = threading.Event()
     function = _Recorder(gate=gate)
     batcher = Batcher(BatchingParameters(max_batch_size=4, num_batch_threads=1,
-                                         allowed_batch_sizes=[4], pad_variable_length_inputs=True))
+                                         allowed_batch_sizes=[4], pad_variable_length_inputs=True),
+                      serving.ModelRunner.call)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         first = pool.submit(batcher.run, function, {"x": tf.constant([[9, 9, 9]])})
         while not function.sizes:
@@ -124,7 +125,7 @@ def test_a_full_queue_answers_unavailable_at_once():
     gate = threading.Event()
     function = _Recorder(gate=gate)
     batcher = Batcher(BatchingParameters(max_batch_size=1, num_batch_threads=1,
-                                         max_enqueued_batches=1))
+                                         max_enqueued_batches=1), serving.ModelRunner.call)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         running = pool.submit(batcher.run, function, {"x": tf.constant([[1]])})
         while not function.sizes:
@@ -181,7 +182,7 @@ def test_a_failing_joined_batch_is_rerun_request_by_request():
             raise tf.errors.InvalidArgumentError(None, None, f"negative in {x.numpy().tolist()}")
         return {"y": x * 2}
 
-    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1))
+    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1), serving.ModelRunner.call)
     with concurrent.futures.ThreadPoolExecutor(5) as pool:
         first = pool.submit(batcher.run, refuse_negative, {"x": tf.constant([[100]])})
         while not calls:

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from albert_tf import serving
 from albert_tf.export import signature_methods
-from albert_tf.serving import errors, json_values
+from albert_tf.serving import errors, request_core, rest_json
 
 HALF_PLUS_TWO = "saved_model_half_plus_two_2_versions"  # the handler test's model name
 P = f"/v1/models/{HALF_PLUS_TWO}"
@@ -518,7 +518,7 @@ def _features(example):
 
 def _examples(request):
     return [_features(tf.train.Example.FromString(serialized))
-            for serialized in json_values.serialized_examples(request)]
+            for serialized in request_core.serialized_examples(rest_json.examples_input(request))]
 
 
 def test_examples_without_context():

@@ -16,6 +16,7 @@ from absl import logging
 
 from albert_tf import cli, errors
 from albert_tf import serving
+from albert_tf.serving import rest_json
 
 
 def define_flags(flag_values):
@@ -124,7 +125,8 @@ def classify_once(flag_values):
         raise app.UsageError(f"--text_b given {len(texts_b)} times, --text "
                              f"{len(flag_values.text)} times")
     instances = [{"text_a": a, "text_b": b} for a, b in zip(flag_values.text, texts_b)]
-    result = runner.predict({"signature_name": flag_values.signature_name, "instances": instances})
+    result = rest_json.predict({"signature_name": flag_values.signature_name,
+                                "instances": instances}, lambda: runner)
     for instance, prediction in zip(instances, result["predictions"]):
         print(json.dumps({"text_a": instance["text_a"], "text_b": instance["text_b"], **prediction}))
 

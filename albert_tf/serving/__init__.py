@@ -9,16 +9,25 @@ metrics at `/monitoring/prometheus/metrics`; the same calls over TF Serving's gR
 TF Serving's model config file, version lifecycle, warm-up and batching. A client written
 against it works unchanged against TensorFlow Serving.
 
-Modules, by TF Serving's concepts: server core and servable manager: `versions` (the versions
-under a base path: policy, retries, hot reload, states) and `model_config` (TF Serving's model
-config file and reloads); request core: `model_runner` (one loaded version: input checks and
-the calls), `tensor_requests` (TF Serving's request protos), `json_values` (its JSON
-conventions); front ends: `rest_app` (the ASGI application), `grpc_server` (its gRPC services)
-and `grpc_listen` (ports, Unix socket, channel arguments, TLS); `batching` (joining concurrent
-requests, callers isolated) with `config_protos` (the BatchingParameters and SSLConfig
-messages); `warmup`, `metrics`, `errors`; `tflite_servable` (a version's `model.tflite`, TF Serving's
-`--prefer_tflite_model`); `server` (the `ModelServer` holding the lifecycle
-and both front ends, or tensorflow_model_server).
+Modules, by TF Serving's concepts:
+- server core and servable manager: `versions` (the versions under a base path: policy,
+  retries, hot reload, states) and `model_config` (the model config file and its reloads);
+  `model_runner` is the servable, one loaded version (its signatures, input checks, graph
+  calls), and `tflite_servable` the same for a version's `model.tflite` (TF Serving's
+  `--prefer_tflite_model`);
+- request core: `request_core`, Predict, Classify, Regress, MultiInference and
+  GetModelMetadata implemented once on TF Serving's request and response protos, with
+  `tensor_protos` (numpy arrays <-> TensorProtos as packed bytes);
+- REST front end: `rest_app` (the ASGI application: paths, bodies, status codes) and
+  `rest_json` (the JSON turned into the request core's protos and its answers back into JSON,
+  as http_rest_api_handler.cc), with `json_values` (TF Serving's JSON rules and error texts);
+- gRPC front end: `grpc_server` (the PredictionService and ModelService, calling the request
+  core) and `grpc_listen` (ports, Unix socket, channel arguments, TLS);
+- `batching` (joining concurrent model calls, callers isolated) with `config_protos` (the
+  BatchingParameters and SSLConfig messages); `warmup` (replays recorded requests through the
+  request core), `metrics`, `errors`;
+- `server`: `ModelServer` holds the model lifecycle and the two front ends, each started on
+  its own (or runs tensorflow_model_server).
 """
 
 import tensorflow_text  # noqa: F401  registers the SentencePiece ops of raw-text signatures

@@ -26,7 +26,6 @@ import tensorflow as tf
 
 from albert_tf.serving import config_protos
 from albert_tf.serving.errors import ServingError
-from albert_tf.serving.model_runner import ModelRunner
 
 
 MAX_BATCH_TIMEOUT_MICROS = 60_000_000  # beyond a minute a lone request only waits
@@ -110,10 +109,12 @@ def _pad(array, shape):
 
 
 class Batcher:
-    """Joins concurrent `run(function, tensors)` calls to the same signature function."""
+    """Joins concurrent `run(function, tensors)` calls to the same signature function, each
+    batch run by the model call it is given, `call(function, tensors)` → {output: array}
+    (`ModelRunner.call`): the batcher wraps a call, it does not know the model."""
 
-    def __init__(self, parameters):
-        self.parameters = parameters
+    def __init__(self, parameters, call):
+        self.parameters, self._call = parameters, call
         self._condition = threading.Condition()
         self._batches, self._workers = [], 0
 
@@ -121,7 +122,7 @@ class Batcher:
         """The outputs of `function` for this caller's rows; blocks until its batch has run."""
         rows = _rows(tensors)
         if rows is None or rows > self.parameters.max_batch_size:
-            return ModelRunner.call(function, tensors)  # nothing to join, or too big to join
+            return self._call(function, tensors)  # nothing to join, or too big to join
         shapes = None if self.parameters.pad_variable_length_inputs else {
             name: tuple(tensor.shape[1:]) for name, tensor in tensors.items()}
         task = _Task(tensors, rows)
@@ -174,8 +175,7 @@ class Batcher:
                 start += task.rows
                 task.done.set()
 
-    @staticmethod
-    def _run_alone(batch, error):
+    def _run_alone(self, batch, error):
         """A joined batch failed: each caller's request is run again on its own, so that a
         bad request fails alone, with an error about its own input only (the joined call's
         error may quote any caller's rows), and the others are answered."""
@@ -185,14 +185,14 @@ class Batcher:
             return
         for task in batch.tasks:
             try:
-                task.outputs = ModelRunner.call(batch.function, task.tensors)
+                task.outputs = self._call(batch.function, task.tensors)
             except Exception as own_error:  # handed to this caller alone
                 task.error = own_error
             task.done.set()
 
     def _run_batch(self, batch):
         if len(batch.tasks) == 1 and not self.parameters.allowed_batch_sizes:
-            return ModelRunner.call(batch.function, batch.tasks[0].tensors)
+            return self._call(batch.function, batch.tasks[0].tensors)
         names = list(batch.tasks[0].tensors)
         merged = {}
         for name in names:
@@ -204,7 +204,7 @@ class Batcher:
             if target > batch.rows:
                 arrays.append(np.repeat(arrays[0][:1], target - batch.rows, axis=0))
             merged[name] = tf.constant(np.concatenate(arrays), dtype=batch.tasks[0].tensors[name].dtype)
-        outputs = ModelRunner.call(batch.function, merged)
+        outputs = self._call(batch.function, merged)
         total = int(next(iter(merged.values())).shape[0])
         for name, value in outputs.items():
             if np.ndim(value) == 0 or value.shape[0] != total:

@@ -1,6 +1,7 @@
 """TF Serving's gRPC API (its `PredictionService` and `ModelService`, from the
 tensorflow-serving-api protos) on grpcio, next to the REST API: a stock
-`prediction_service_pb2_grpc.PredictionServiceStub` client works unchanged."""
+`prediction_service_pb2_grpc.PredictionServiceStub` client works unchanged. The requests
+go to the request core (`request_core`) as they come."""
 
 from concurrent import futures
 import time
@@ -12,7 +13,7 @@ from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2,
                                      model_service_pb2_grpc, prediction_service_pb2_grpc)
 
 from albert_tf import errors
-from albert_tf.serving import model_config, tensor_requests
+from albert_tf.serving import model_config, request_core
 from albert_tf.serving.errors import Code, ServingError
 
 DEFAULT_GRPC_PORT = 8500
@@ -90,27 +91,27 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return _answer(context, handle, _recorder(self.metrics, spec.name, api))
 
     def Predict(self, request, context):
-        return self._call(context, request, tensor_requests.predict, "predict")
+        return self._call(context, request, request_core.predict, "predict")
 
     def Classify(self, request, context):
-        return self._call(context, request, tensor_requests.classify, "classify")
+        return self._call(context, request, request_core.classify, "classify")
 
     def Regress(self, request, context):
-        return self._call(context, request, tensor_requests.regress, "regress")
+        return self._call(context, request, request_core.regress, "regress")
 
     def MultiInference(self, request, context):
         # TF Serving resolves the model of the first task's spec (multi_inference_helper.cc).
         spec = request.tasks[0].model_spec if request.tasks else model_pb2.ModelSpec()
         return _answer(context,
-                       lambda: tensor_requests.multi_inference(runner_for(self.models, spec),
+                       lambda: request_core.multi_inference(runner_for(self.models, spec),
                                                                request),
                        _recorder(self.metrics, spec.name, "multi_inference"))
 
     def GetModelMetadata(self, request, context):
         def check(request):
             require_model_spec(request)
-            tensor_requests.check_metadata_fields(request)
-        return self._call(context, request, tensor_requests.metadata, "metadata", check)
+            request_core.check_metadata_fields(request)
+        return self._call(context, request, request_core.metadata, "metadata", check)
 
 
 def _recorder(metrics, model_name, api):

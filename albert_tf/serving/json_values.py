@@ -289,16 +289,6 @@ def decode_b64_object(value):
         raise ServingError("Unable to base64 decode") from error
 
 
-def decode_b64(value, key):
-    """`{"b64": "..."}` anywhere in nested lists becomes its bytes (other values unchanged)."""
-    del key  # kept for callers that name the input
-    if isinstance(value, list):
-        return [decode_b64(item, None) for item in value]
-    if isinstance(value, dict):
-        return decode_b64_object(value)
-    return value
-
-
 def _leaf(value, dtype):
     """One JSON value as a value of `dtype` (AddValueToTensor)."""
     if isinstance(value, dict):
@@ -599,22 +589,3 @@ def examples_from_json(document):
     if not examples:
         raise format_error(document, "'examples' value is an empty array")
     return context, [_example(example) for example in examples]
-
-
-def serialized_examples(request):
-    """The serialized tf.Examples of a Classify/Regress request: each example merged with the
-    shared `context` features (TF Serving's ExampleListWithContext); a feature may not be in
-    both (TF Serving's REST document)."""
-    context, examples = examples_from_json(request)
-    serialized = []
-    for index, example in enumerate(examples):
-        if context is not None:
-            both = sorted(set(context.features.feature) & set(example.features.feature))
-            if both:
-                raise ServingError(f"examples[{index}]: features {both} are also in 'context'")
-            merged = tf.train.Example()
-            merged.CopyFrom(context)
-            merged.MergeFrom(example)
-            example = merged
-        serialized.append(example.SerializeToString())
-    return serialized

@@ -13,7 +13,8 @@ except in a status call, which ignores it (TF Serving's GetModelStatus lists eve
 
 The request is worked on in starlette's thread pool (the event loop keeps accepting and answering)
 in TF Serving's order: parse the JSON, check signature_name, find the model version, find the
-signature, convert the inputs, run. The body is read with a size limit and a deadline.
+signature, convert the inputs, run (`rest_json`: the JSON to the request core's protos and
+back). The body is read with a size limit and a deadline.
 """
 
 import asyncio
@@ -26,15 +27,12 @@ from absl import logging
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse as _StrictJSONResponse, PlainTextResponse, Response
-import tensorflow as tf
-from tensorflow.core.framework import types_pb2
 
-from albert_tf.serving import json_values
+from albert_tf.serving import json_values, rest_json
 from albert_tf.serving.errors import Code, ServingError
 
 DEFAULT_MAX_BODY_BYTES = 64 << 20
 DEFAULT_REQUEST_TIMEOUT_SECS = 30.0
-DEFAULT_SIGNATURE = "serving_default"
 METRICS_PATH = "/monitoring/prometheus/metrics"
 _INT64_MAX = 2 ** 63 - 1
 _V1_PATH = re.compile(r"/v1/.*", re.IGNORECASE)
@@ -80,12 +78,6 @@ class Route:
 
     def malformed(self):
         return ServingError(f"Malformed request: {self.method} {self.path}")
-
-
-def _signature_hint(name, signature_def):
-    inputs = ", ".join(f"{key} ({types_pb2.DataType.Name(info.dtype)})"
-                       for key, info in sorted(signature_def.inputs.items()))
-    return f" [signature \"{name}\" takes inputs: {inputs}]"
 
 
 class RestApp:
@@ -167,37 +159,13 @@ class RestApp:
         return self.versions.get(parsed.version)
 
     def _metadata(self, parsed):
-        return self._runner(parsed).metadata()
+        return rest_json.metadata(self._runner(parsed))
 
     def _post(self, parsed, body):
+        """A :predict, :classify or :regress body through the request core (`rest_json`)."""
         document = json_values.parse_request(body)
-        name = json_values.signature_name(document)
-        if parsed.verb == "predict":
-            return self._predict(parsed, document, name or DEFAULT_SIGNATURE)
-        json_values.examples_from_json(document)  # TF Serving's checks before the model's
-        answer = getattr(self._runner(parsed), parsed.verb)(document)
-        results = answer["result"]
-        if parsed.verb == "classify":
-            return {"results": [[[label, json_values.float32_json(score)] for label, score in row]
-                                for row in results]}
-        return {"results": json_values.float32_json(results)}
-
-    def _predict(self, parsed, document, name):
-        runner = self._runner(parsed)
-        signature_def = runner.signature_defs.get(name)
-        if signature_def is None:
-            raise ServingError(f"Serving signature name: \"{name}\" not found in signature def")
-        dtypes = {key: tf.dtypes.as_dtype(info.dtype) for key, info in signature_def.inputs.items()}
-        try:
-            layout, inputs = json_values.predict_inputs(document, dtypes)
-            answer = runner.predict({"signature_name": name, "inputs": inputs})["outputs"]
-        except ServingError as error:
-            if error.code != Code.INVALID_ARGUMENT or error.status != 400:
-                raise
-            raise ServingError(f"{error}{_signature_hint(name, signature_def)}") from error
-        if layout == "columnar":
-            return {"outputs": answer}
-        return {"predictions": json_values.rows_from_columns(answer, sorted(signature_def.outputs))}
+        json_values.signature_name(document)  # checked before anything else, as TF Serving
+        return getattr(rest_json, parsed.verb)(document, lambda: self._runner(parsed))
 
     async def _read_body(self, request):
         """The body, refused with 413 above `max_body_bytes` (before reading it when the

@@ -204,7 +204,7 @@ def version_loader(enable_model_warmup=True, batching_parameters=None, prefer_tf
     def load(model_dir, model_name, version, max_batch_size):
         runner = make_runner(model_dir, model_name, version, max_batch_size)
         if batching_parameters is not None:
-            runner.batcher = batching.Batcher(batching_parameters)
+            runner.batcher = batching.Batcher(batching_parameters, runner.call)
         if enable_model_warmup:
             warmup.replay(runner)
         return runner

@@ -11,7 +11,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 from albert_tf import errors
 from albert_tf.export.warmup_requests import WARMUP_FILE
-from albert_tf.serving import tensor_requests
+from albert_tf.serving import request_core
 
 MAX_WARMUP_RECORDS = 1000  # TF Serving's limit
 
@@ -24,13 +24,13 @@ class WarmupError(errors.UserInputError):
 def _replay_one(runner, log):
     kind = log.WhichOneof("log_type")
     if kind == "predict_log":
-        tensor_requests.predict(runner, log.predict_log.request)
+        request_core.predict(runner, log.predict_log.request)
     elif kind == "classify_log":
-        tensor_requests.classify(runner, log.classify_log.request)
+        request_core.classify(runner, log.classify_log.request)
     elif kind == "regress_log":
-        tensor_requests.regress(runner, log.regress_log.request)
+        request_core.regress(runner, log.regress_log.request)
     elif kind == "multi_inference_log":
-        tensor_requests.multi_inference(runner, log.multi_inference_log.request)
+        request_core.multi_inference(runner, log.multi_inference_log.request)
     else:
         raise ValueError(f"warm-up record of unsupported kind {kind!r} (predict, classify, "
                          f"regress and multi_inference logs are replayed)")

@@ -1,6 +1,9 @@
-"""TF Serving's request and response protos (tensorflow-serving-api) answered by a `ModelRunner`:
-Predict, Classify, Regress, MultiInference and GetModelMetadata. Used by the gRPC API and by
-warm-up, which replays the same requests from a version's `assets.extra`."""
+"""The request core: Predict, Classify, Regress, MultiInference and GetModelMetadata, each
+implemented once on TF Serving's request and response protos (tensorflow-serving-api) and
+answered by a `ModelRunner` (TF Serving's predict_impl, classification_service,
+regression_service, multi_inference and get_model_metadata_impl). The gRPC front end calls
+these with the client's protos, the REST front end with the protos it made from the JSON
+(`rest_json`), warm-up with the records of a version's `assets.extra`: one set of rules for all."""
 
 import numpy as np
 import tensorflow as tf
@@ -8,6 +11,7 @@ from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      predict_pb2, regression_pb2)
 
 from albert_tf.export import signature_methods
+from albert_tf.serving import tensor_protos
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_SIGNATURE
 
@@ -19,26 +23,6 @@ def set_model_spec(spec, runner, signature_name):
     spec.signature_name = signature_name or "serving_default"
 
 
-# TensorProto's typed value field per dtype (Tensor::AsProtoField, TF Serving's default).
-_VALUE_FIELDS = {tf.float32: "float_val", tf.float64: "double_val", tf.int32: "int_val",
-                 tf.int16: "int_val", tf.int8: "int_val", tf.uint8: "int_val",
-                 tf.uint16: "int_val", tf.int64: "int64_val", tf.bool: "bool_val",
-                 tf.uint32: "uint32_val", tf.uint64: "uint64_val"}
-
-
-def tensor_proto(array):
-    """An output as TF Serving answers it by default (AsProtoField): the values in the typed
-    field (`float_val`, ...), not packed in `tensor_content`, which clients that read
-    `float_val` (as TF Serving's own tests do) would find empty."""
-    array = np.asarray(array)
-    proto = tf.make_tensor_proto(array)
-    field = _VALUE_FIELDS.get(tf.dtypes.as_dtype(proto.dtype))
-    if field is not None and proto.tensor_content:
-        proto.ClearField("tensor_content")
-        getattr(proto, field).extend(array.ravel().tolist())
-    return proto
-
-
 def _ndarray(name, proto, spec):
     """A request TensorProto as numpy, refused unless its dtype is the signature's (as TF
     Serving: no silent casts)."""
@@ -46,7 +30,7 @@ def _ndarray(name, proto, spec):
         raise ServingError(f"Expects arg '{name}' to be {spec.dtype.name} but "
                            f"{tf.dtypes.as_dtype(proto.dtype).name} is provided")
     try:
-        return tf.make_ndarray(proto)
+        return tensor_protos.ndarray(proto)
     except (TypeError, ValueError) as error:
         raise ServingError(f"input '{name}': malformed TensorProto: {error}") from error
 
@@ -63,10 +47,11 @@ def _check_output_filter(request, output_names):
         seen.add(alias)
 
 
-def predict(runner, request):
+def predict(runner, request, as_proto_field=True):
     """A PredictRequest's PredictResponse, checked as predict_util.cc does before the model
     runs: the signature (FAILED_PRECONDITION when unknown), the inputs' names, the output
-    filter; `output_filter` limits the outputs returned."""
+    filter; `output_filter` limits the outputs returned, `as_proto_field` chooses how their
+    values are written (`tensor_protos.tensor_proto`)."""
     signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
     signature_def = runner.signature_defs.get(signature)
     if signature_def is None:
@@ -86,13 +71,13 @@ def predict(runner, request):
     response = predict_pb2.PredictResponse()
     set_model_spec(response.model_spec, runner, signature)
     for name in list(request.output_filter) or sorted(outputs):
-        response.outputs[name].CopyFrom(tensor_proto(outputs[name]))
+        response.outputs[name].CopyFrom(tensor_protos.tensor_proto(outputs[name], as_proto_field))
     return response
 
 
 def serialized_examples(model_input):
     """The serialized tf.Examples of an `Input`: each example merged with the shared context,
-    which may not repeat one of its features (the REST rule too: one request core's rules)."""
+    which may not repeat one of its features (input.proto leaves that undefined; refused)."""
     kind = model_input.WhichOneof("kind")
     if kind == "example_list":
         examples = list(model_input.example_list.examples)
@@ -100,7 +85,6 @@ def serialized_examples(model_input):
         context = model_input.example_list_with_context.context
         examples = []
         for index, example in enumerate(model_input.example_list_with_context.examples):
-            # input.proto: keys in both are undefined behaviour; refused, as over REST.
             both = sorted(set(context.features.feature) & set(example.features.feature))
             if both:
                 raise ServingError(f"examples[{index}]: features {both} are also in 'context'")
@@ -116,7 +100,9 @@ def serialized_examples(model_input):
 
 
 def _run_examples(runner, signature, model_input, method):
-    specs = runner.input_specs(signature)
+    """The outputs of a Classify or Regress signature on the Input's examples: the signature's
+    method checked first, then its single input (classifier.cc, regressor.cc)."""
+    specs = runner.input_specs(signature, method)
     if len(specs) != 1:
         raise ServingError(f"a {method} signature takes one input of serialized tf.Examples, "
                            f"signature {signature!r} takes {sorted(specs)}")
@@ -132,16 +118,19 @@ def classification_result(runner, signature, model_input, result):
     if reference is None:
         raise ServingError("the classify signature returns neither 'classes' nor 'scores'",
                            status=500)
-    reference = reference.reshape(reference.shape[0], -1)
-    for row in range(reference.shape[0]):
+    shape = (reference.shape[0], -1)
+    labels = None if classes is None else [
+        [label.decode("utf-8") if isinstance(label, bytes) else str(label) for label in row]
+        for row in classes.reshape(shape).tolist()]
+    values = None if scores is None else scores.reshape(shape).tolist()
+    for row in range(shape[0]):
         classifications = result.classifications.add()
-        for column in range(reference.shape[1]):
+        for column in range(len((values or labels)[row])):
             item = classifications.classes.add()
-            if classes is not None:
-                label = classes.reshape(reference.shape)[row, column]
-                item.label = label.decode("utf-8") if isinstance(label, bytes) else str(label)
-            if scores is not None:
-                item.score = float(scores.reshape(reference.shape)[row, column])
+            if labels is not None:
+                item.label = labels[row][column]
+            if values is not None:
+                item.score = values[row][column]
 
 
 def regression_result(runner, signature, model_input, result):
@@ -154,6 +143,7 @@ def regression_result(runner, signature, model_input, result):
 
 
 def classify(runner, request):
+    """A ClassificationRequest's ClassificationResponse."""
     response = classification_pb2.ClassificationResponse()
     signature = request.model_spec.signature_name or None
     classification_result(runner, signature, request.input, response.result)
@@ -162,6 +152,7 @@ def classify(runner, request):
 
 
 def regress(runner, request):
+    """A RegressionRequest's RegressionResponse."""
     response = regression_pb2.RegressionResponse()
     signature = request.model_spec.signature_name or None
     regression_result(runner, signature, request.input, response.result)
