@@ -12,7 +12,10 @@ request one short sentence (`ids` signature, --seq tokens, batch 1):
   warm      --requests per client right after
   overload  the same while `os.cpu_count()` busy processes double the CPU demand
 First, the ceiling: the same signature called in-process, batch 1 against batch 16, rows/s
-(no server, no client); batching can gain at most their ratio here.
+(no server, no client); batching can gain at most their ratio here. With batching on, the
+in-process rate at max_batch_size is measured again right before and right after each warm run,
+and the run prints its requests/s as a fraction of their mean (`vs_in_process`): on a machine
+whose speed drifts from minute to minute only a reference taken beside the run is comparable.
 Prints one JSON line per run: connection errors, refusals (503 / UNAVAILABLE / RESOURCE_EXHAUSTED),
 other errors, p50/p99 latency and requests/s.
 """
@@ -65,26 +68,42 @@ def export(root):
     return classifier_export.write_saved_model(signatures, root)
 
 
-def in_process_rows_per_second(export_dir, ids, batch_size):
-    """{batch size: rows/s} of the `ids` signature called directly, batch 1 against
-    `batch_size` round-robin: the most any server-side batching can gain on this machine."""
-    import tensorflow as tf
-    signature = tf.saved_model.load(export_dir).signatures["ids"]
-    inputs = {size: {"input_ids": tf.constant(ids * size, tf.int32),
-                     "input_mask": tf.ones([size, len(ids[0])], tf.int32),
-                     "segment_ids": tf.zeros([size, len(ids[0])], tf.int32)}
-              for size in (1, batch_size)}
-    seconds = {size: [] for size in inputs}
-    for size in inputs:
-        signature(**inputs[size])  # traced and warmed outside the timing
-    for _ in range(FLAGS.in_process_rounds):
-        for size in inputs:
-            calls = max(1, batch_size // size)  # the same rows per timing for both sizes
-            started = time.perf_counter()
-            for _ in range(calls):
-                signature(**inputs[size])
-            seconds[size].append((time.perf_counter() - started) / (calls * size))
-    return {size: round(1 / float(np.median(per_row)), 1) for size, per_row in seconds.items()}
+class InProcess:
+    """The `ids` signature of the export called directly (no server, no client): the most any
+    server can answer on this machine at a given batch size."""
+
+    def __init__(self, export_dir, ids):
+        import tensorflow as tf
+        self.tf, self.ids = tf, ids
+        self.signature = tf.saved_model.load(export_dir).signatures["ids"]
+        self.inputs = {}
+
+    def _inputs(self, size):
+        if size not in self.inputs:
+            tf = self.tf
+            self.inputs[size] = {"input_ids": tf.constant(self.ids * size, tf.int32),
+                                 "input_mask": tf.ones([size, len(self.ids[0])], tf.int32),
+                                 "segment_ids": tf.zeros([size, len(self.ids[0])], tf.int32)}
+            self.signature(**self.inputs[size])  # traced and warmed outside the timing
+        return self.inputs[size]
+
+    def rows_per_second(self, sizes, rounds, rows):
+        """{size: rows/s} over `rounds` round-robin rounds of `rows` rows per size (median)."""
+        seconds = {size: [] for size in sizes}
+        for _ in range(rounds):
+            for size in sizes:
+                inputs, calls = self._inputs(size), max(1, rows // size)
+                started = time.perf_counter()
+                for _ in range(calls):
+                    self.signature(**inputs)
+                seconds[size].append((time.perf_counter() - started) / (calls * size))
+        return {size: round(1 / float(np.median(per_row)), 1) for size, per_row in seconds.items()}
+
+
+def ceiling(in_process):
+    """In-process rows/s at --in_process_batch, about as many rows as a warm run answers."""
+    rows = FLAGS.clients * FLAGS.requests
+    return in_process.rows_per_second((FLAGS.in_process_batch,), 1, rows)[FLAGS.in_process_batch]
 
 
 def free_port():
@@ -214,12 +233,14 @@ def _measure(root):
     print(json.dumps({"cpu": machine.cpu_model(), "cores": os.cpu_count(),
                       "config": FLAGS.config, "clients": FLAGS.clients, "seq": FLAGS.seq,
                       "batching_parameters": FLAGS.batching_parameters}), flush=True)
-    if FLAGS.in_process_rounds:
-        rows_per_second = in_process_rows_per_second(version, ids, FLAGS.in_process_batch)
+    batch_size = FLAGS.in_process_batch
+    in_process = InProcess(version, ids) if FLAGS.in_process_rounds else None
+    if in_process:
+        rows_per_second = in_process.rows_per_second((1, batch_size), FLAGS.in_process_rounds,
+                                                     batch_size)
         print(json.dumps({"in_process_rows_per_s": rows_per_second,
                           "batching_gain_ceiling": round(
-                              rows_per_second[FLAGS.in_process_batch] / rows_per_second[1], 2)}),
-              flush=True)
+                              rows_per_second[batch_size] / rows_per_second[1], 2)}), flush=True)
     for batching in FLAGS.batching:
         for protocol in FLAGS.protocols:
             server, rest_port, grpc_port, startup = start_server(
@@ -238,15 +259,22 @@ def _measure(root):
                                     for _ in range(os.cpu_count())]
                         for spinner in spinners:
                             spinner.start()
+                    beside = in_process and batching == "on" and phase == "warm"
+                    reference = [ceiling(in_process)] if beside else []
                     try:
                         results, elapsed = burst(clients, per_client)
                     finally:
                         stop.set()
                         for spinner in spinners:
                             spinner.join()
-                    print(json.dumps({"batching": batching, "protocol": protocol, "phase": phase,
-                                      "server_start_s": round(startup, 1),
-                                      **summary(results, elapsed)}), flush=True)
+                    row = {"batching": batching, "protocol": protocol, "phase": phase,
+                           "server_start_s": round(startup, 1), **summary(results, elapsed)}
+                    if beside:
+                        reference.append(ceiling(in_process))
+                        row["in_process_rows_per_s"] = round(float(np.mean(reference)), 1)
+                        row["vs_in_process"] = round(row["requests_per_s"]
+                                                     / row["in_process_rows_per_s"], 2)
+                    print(json.dumps(row), flush=True)
             finally:
                 server.terminate()
                 server.wait(timeout=60)
