@@ -11,11 +11,12 @@ request one short sentence (`ids` signature, --seq tokens, batch 1):
   cold      the first burst of one request per client on the freshly started server
   warm      --requests per client right after
   overload  the same while `os.cpu_count()` busy processes double the CPU demand
-First, the ceiling: the same signature called in-process, batch 1 against batch 16, rows/s
-(no server, no client); batching can gain at most their ratio here. With batching on, the
-in-process rate at max_batch_size is measured again right before and right after each warm run,
-and the run prints its requests/s as a fraction of their mean (`vs_in_process`): on a machine
-whose speed drifts from minute to minute only a reference taken beside the run is comparable.
+First, the ceiling: the same signature called in-process, batch 1 against max_batch_size,
+rows/s (no server, no client); batching can gain at most their ratio here. With batching on,
+the in-process rate at max_batch_size, num_batch_threads calls at a time (as the server's batch
+threads call it), is measured again right before and right after each warm run, and the run
+prints its requests/s as a fraction of their mean (`vs_in_process`): on a machine whose speed
+drifts from minute to minute only a reference taken beside the run is comparable.
 Prints one JSON line per run: connection errors, refusals (503 / UNAVAILABLE / RESOURCE_EXHAUSTED),
 other errors, p50/p99 latency and requests/s.
 """
@@ -50,9 +51,7 @@ flags.DEFINE_string("batching_parameters", "max_batch_size { value: 16 } "
                     "(16 rows: on 2 cores larger batches gave fewer rows/s, bench/RESULTS.md).")
 flags.DEFINE_bool("overload", True, "Also run under 2x CPU overload.")
 flags.DEFINE_integer("in_process_rounds", 5, "Rounds of the in-process batch 1 against "
-                     "--in_process_batch measurement (0: skip it).")
-flags.DEFINE_integer("in_process_batch", 16, "Batch size of the in-process ceiling: "
-                     "max_batch_size of --batching_parameters.")
+                     "max_batch_size measurement (0: skip it).")
 FLAGS = flags.FLAGS
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -87,23 +86,26 @@ class InProcess:
             self.signature(**self.inputs[size])  # traced and warmed outside the timing
         return self.inputs[size]
 
-    def rows_per_second(self, sizes, rounds, rows):
-        """{size: rows/s} over `rounds` round-robin rounds of `rows` rows per size (median)."""
+    def rows_per_second(self, sizes, rounds, rows, threads=1):
+        """{size: rows/s} over `rounds` round-robin rounds of `rows` rows per size (median),
+        the calls made by `threads` callers at once (as many as the server's batch threads)."""
         seconds = {size: [] for size in sizes}
-        for _ in range(rounds):
-            for size in sizes:
-                inputs, calls = self._inputs(size), max(1, rows // size)
-                started = time.perf_counter()
-                for _ in range(calls):
-                    self.signature(**inputs)
-                seconds[size].append((time.perf_counter() - started) / (calls * size))
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            for _ in range(rounds):
+                for size in sizes:
+                    inputs, calls = self._inputs(size), max(threads, rows // size)
+                    started = time.perf_counter()
+                    list(pool.map(lambda _, inputs=inputs: self.signature(**inputs), range(calls)))
+                    seconds[size].append((time.perf_counter() - started) / (calls * size))
         return {size: round(1 / float(np.median(per_row)), 1) for size, per_row in seconds.items()}
 
 
-def ceiling(in_process):
-    """In-process rows/s at --in_process_batch, about as many rows as a warm run answers."""
-    rows = FLAGS.clients * FLAGS.requests
-    return in_process.rows_per_second((FLAGS.in_process_batch,), 1, rows)[FLAGS.in_process_batch]
+def ceiling(in_process, parameters):
+    """In-process rows/s at max_batch_size with num_batch_threads callers, about as many rows as
+    a warm run answers: the server's batched rate at its best."""
+    size = parameters.max_batch_size
+    return in_process.rows_per_second((size,), 1, FLAGS.clients * FLAGS.requests,
+                                      parameters.num_batch_threads)[size]
 
 
 def free_port():
@@ -233,7 +235,9 @@ def _measure(root):
     print(json.dumps({"cpu": machine.cpu_model(), "cores": os.cpu_count(),
                       "config": FLAGS.config, "clients": FLAGS.clients, "seq": FLAGS.seq,
                       "batching_parameters": FLAGS.batching_parameters}), flush=True)
-    batch_size = FLAGS.in_process_batch
+    from albert_tf.serving.batching import BatchingParameters
+    parameters = BatchingParameters.parse(FLAGS.batching_parameters, "--batching_parameters")
+    batch_size = parameters.max_batch_size
     in_process = InProcess(version, ids) if FLAGS.in_process_rounds else None
     if in_process:
         rows_per_second = in_process.rows_per_second((1, batch_size), FLAGS.in_process_rounds,
@@ -260,7 +264,7 @@ def _measure(root):
                         for spinner in spinners:
                             spinner.start()
                     beside = in_process and batching == "on" and phase == "warm"
-                    reference = [ceiling(in_process)] if beside else []
+                    reference = [ceiling(in_process, parameters)] if beside else []
                     try:
                         results, elapsed = burst(clients, per_client)
                     finally:
@@ -270,7 +274,7 @@ def _measure(root):
                     row = {"batching": batching, "protocol": protocol, "phase": phase,
                            "server_start_s": round(startup, 1), **summary(results, elapsed)}
                     if beside:
-                        reference.append(ceiling(in_process))
+                        reference.append(ceiling(in_process, parameters))
                         row["in_process_rows_per_s"] = round(float(np.mean(reference)), 1)
                         row["vs_in_process"] = round(row["requests_per_s"]
                                                      / row["in_process_rows_per_s"], 2)

@@ -5,6 +5,7 @@ import concurrent.futures
 import json
 import os
 import re
+import sys
 import threading
 import time
 import urllib.error
@@ -15,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import serving
+from albert_tf.serving import server as server_lib
 from albert_tf.serving.batching import Batcher, BatchingParameters
 from tests.serving_toy_model import write_version
 
@@ -166,6 +168,8 @@ def test_rest_and_grpc_answers_are_unchanged_with_batching(tmp_path):
         with concurrent.futures.ThreadPoolExecutor(32) as pool:
             got = list(pool.map(lambda i: (grpc_call if i % 2 else rest_call)(float(i)), range(64)))
         assert got == [[0.5 * i + 3.0] for i in range(64)]
+        # graph calls wait at most this long for the GIL behind request threads (server.py)
+        assert sys.getswitchinterval() == pytest.approx(server_lib.GIL_SWITCH_INTERVAL_SECS)
     finally:
         server.shutdown()
 

@@ -9,6 +9,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -34,6 +35,12 @@ LISTEN_BACKLOG = 2048
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_HEADER_TIMEOUT_SECS = 10.0
 DEFAULT_MAX_CONCURRENT_MODEL_CALLS = os.cpu_count() or 1
+# How long a Python thread may hold the GIL while another waits for it (Python's default: 5 ms).
+# A graph call needs the GIL for moments between its kernels (inputs, the call's Python,
+# outputs); with dozens of request threads busy in Python, each of those moments waited up to
+# 5 ms, leaving the CPU idle: one batch thread answered 0.70-0.79 of the in-process rate at its
+# batch size, 0.89-0.95 with 0.5 ms (bench/bench_rest_server.py, bench/RESULTS.md).
+GIL_SWITCH_INTERVAL_SECS = 0.0005
 
 
 class StartupError(errors.UserInputError):
@@ -245,6 +252,7 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
     channel_arguments = grpc_listen.channel_arguments(grpc_channel_arguments)
     credentials = grpc_listen.server_credentials(ssl_config_file) if ssl_config_file else None
     GRAPH_CALLS.set_limit(max_concurrent_model_calls)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECS)  # the process is a server from here on
     loader = version_loader(enable_model_warmup, batching_parameters, prefer_tflite_model)
 
     def make_versions(name, base_path, policy=None, labels=None, retry_first_load=True):
