@@ -1,9 +1,11 @@
-"""run_classifier's --export_precision: bfloat16 keeps the float32 signatures with its matrix
-products in bfloat16; int8 adds model.tflite; each answers close to the float32 export."""
+"""--export_precision (run_classifier, run_race, run_squad): bfloat16 keeps the float32
+signatures with its matrix products in bfloat16; int8 adds model.tflite; each answers close to
+the float32 export."""
 
 import os
 import types
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -111,3 +113,131 @@ def test_race_int8_export_answers_as_its_float32_savedmodel(tmp_path):
     with pytest.raises(ValueError, match="for RACE"):
         race_export.export_from_checkpoint(job, prefix, str(tmp_path / "x"),
                                            export_precision="bfloat16")
+
+
+# Random-weight SQuAD heads 20 times larger spread the logits over ~10 (v1) and the top
+# log-probabilities over ~1-2 (v2). Largest int8 differences seen on _squad_inputs over a
+# dozen seeds: 0.017 (v1 logits), 0.042 (v2 end_top_log_probs where the start beams agree),
+# 0.013 (cls_logits): a 0.1 tolerance is ~2.4 times that, and every output spreads over more
+# than 5 tolerances.
+SQUAD_HEAD_SCALE = 20.0
+SQUAD_TOLERANCE = 0.1
+SQUAD_SEED = 11
+
+
+def _squad_export(tmp_path, version_2, export_precision, spm_model_file=None):
+    """A tiny SQuAD model exported from a checkpoint; v2 with length buckets, so its encoder
+    skips padding."""
+    from albert_tf.export import squad as squad_export
+    from albert_tf.modeling import squad_heads
+    config = brown_config()
+    keras.utils.set_random_seed(SQUAD_SEED)  # before the export's InGraphTokenizer exists
+    model = squad_heads.build_squad_model(encoder.AlbertEncoder(config), version_2, 3, 2)
+    squad_export.model_outputs(model, version_2, *[tf.ones([1, 8], tf.int32)] * 3)
+    encoder_names = set(model.encoder.checkpoint_variables())
+    for name, variable in model.checkpoint_variables().items():
+        if name not in encoder_names and len(variable.shape) == 2:
+            variable.assign(variable * SQUAD_HEAD_SCALE)
+    prefix = str(tmp_path / "model.ckpt-1")
+    checkpoints.write_checkpoint(prefix, {name: variable.numpy() for name, variable
+                                          in model.checkpoint_variables().items()})
+    options = types.SimpleNamespace(version_2_with_negative=version_2, start_n_top=3,
+                                    end_n_top=2, max_query_length=16, doc_stride=32,
+                                    max_answer_length=10)
+    job = types.SimpleNamespace(
+        albert_config=config, options=options, max_seq_length=64, do_lower_case=True,
+        batching=length_buckets.Batching.cut((32, 64) if version_2 else None),
+        spm_model_file=spm_model_file)
+    return squad_export.export_from_checkpoint(job, prefix, str(tmp_path / export_precision),
+                                               export_precision=export_precision)
+
+
+def _squad_inputs(batch=4, length=48, seed=3):
+    """[CLS] question [SEP] context [SEP]-shaped rows, one of them padded."""
+    ids = np.random.RandomState(seed).randint(5, 4000, (batch, length)).astype(np.int32)
+    mask, segments = np.ones_like(ids), np.zeros_like(ids)
+    segments[:, 12:] = 1
+    mask[1, 30:], ids[1, 30:], segments[1, 30:] = 0, 0, 0
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+
+def _warmup_signatures(model_dir):
+    from albert_tf.export import warmup_requests
+    from tensorflow_serving.apis import prediction_log_pb2
+    names = set()
+    for record in tf.data.TFRecordDataset(os.path.join(model_dir, warmup_requests.WARMUP_FILE)):
+        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        names.add(log.predict_log.request.model_spec.signature_name)
+    return names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version_2", [False, True], ids=["v1", "v2"])
+def test_squad_int8_export_answers_as_its_float32_savedmodel(tmp_path, version_2):
+    """SQuAD's `serving_default` in the version's model.tflite, served as
+    --prefer_tflite_model does; the original's float32 albert_model.tflite is still written."""
+    from albert_tf.export import squad as squad_export
+    from albert_tf.serving import tflite_servable
+    paths = _squad_export(tmp_path, version_2, "int8")
+    model_dir = paths["saved_model"]
+    assert os.path.basename(paths["tflite"]) == squad_export.TFLITE_NAME
+    interpreter = tf.lite.Interpreter(model_path=os.path.join(model_dir, tflite.TFLITE_FILE))
+    assert list(interpreter.get_signature_list()) == ["serving_default"]
+    columns = _squad_inputs()
+    reference = {key: value.numpy() for key, value in tf.saved_model.load(model_dir).signatures[
+        "serving_default"](**{key: tf.constant(value) for key, value in columns.items()}).items()}
+    runner = tflite_servable.load_runner(model_dir, "squad", 1, 64)
+    assert isinstance(runner, tflite_servable.TfliteRunner)
+    answer = runner.run("serving_default", columns)
+    assert set(answer) == set(reference)
+    # v2's end beams belong to the start beam's positions: compared where those agree.
+    rows = (np.all(answer["start_top_index"] == reference["start_top_index"], 1) if version_2
+            else np.ones(len(columns["input_ids"]), bool))
+    assert rows.any()
+    for key, expected in reference.items():
+        if "index" not in key:
+            assert np.ptp(expected) > 5 * SQUAD_TOLERANCE, key
+            compared = rows if key.startswith("end_top") else slice(None)
+            np.testing.assert_allclose(answer[key][compared], expected[compared],
+                                       atol=SQUAD_TOLERANCE, err_msg=key)
+    start_agrees = None
+    for name, (top, scores) in _top_two(answer, columns, version_2).items():
+        expected_top, expected_scores = _top_two(reference, columns, version_2)[name]
+        # The top-1 position agrees wherever the float32 runner-up trails by more than the
+        # tolerance (random heads leave near-ties; rounding may swap those); v2's best end is
+        # the best start's, compared where the starts agree.
+        clear = expected_scores[:, 0] - expected_scores[:, 1] > SQUAD_TOLERANCE
+        if version_2 and start_agrees is not None:
+            clear &= start_agrees
+        assert clear.any(), name
+        np.testing.assert_array_equal(top[clear], expected_top[clear], err_msg=name)
+        start_agrees = top == expected_top
+
+
+def _top_two(outputs, columns, version_2):
+    """{start, end: (top-1 position [B], the two best scores [B, 2])}; v2: the beam's first
+    start and that start's best end."""
+    if version_2:
+        return {"start": (outputs["start_top_index"][:, 0], outputs["start_top_log_probs"]),
+                "end": (outputs["end_top_index"][:, 0], outputs["end_top_log_probs"][:, :2])}
+    result = {}
+    for name in ("start", "end"):
+        logits = np.where(columns["input_mask"] == 1, outputs[f"{name}_logits"], -np.inf)
+        result[name] = (np.argmax(logits, 1), -np.sort(-logits, 1)[:, :2])
+    return result
+
+
+@pytest.mark.slow
+def test_squad_int8_is_the_only_export_with_model_tflite_and_warms_up_what_it_serves(
+        tmp_path, spm_model_file):
+    """With the raw-text `answer` signature in the SavedModel: the int8 version warms up only
+    `serving_default`, the one signature its model.tflite holds."""
+    from albert_tf.export import squad as squad_export
+    versions = {precision: _squad_export(tmp_path, False, precision, spm_model_file)[
+        "saved_model"] for precision in squad_export.EXPORT_PRECISIONS}
+    assert [precision for precision, path in versions.items()
+            if os.path.exists(os.path.join(path, tflite.TFLITE_FILE))] == ["int8"]
+    assert _warmup_signatures(versions["float32"]) == {"serving_default", "answer"}
+    assert _warmup_signatures(versions["int8"]) == {"serving_default"}
+    with pytest.raises(ValueError, match="--export_precision must be one of .* for SQuAD"):
+        squad_export.export_from_checkpoint(None, None, None, export_precision="bfloat16")

@@ -239,6 +239,22 @@ def test_v1_learns_and_exports_savedmodel_tflite_and_raw_text_answers(files, tmp
     with open(f"{out}/plain_export/saved_model/{version}/saved_model.pb", "rb") as reader:
         assert b"Sentencepiece" not in reader.read()
 
+    # --export_precision=int8: the trained model's int8 model.tflite in the version, answering
+    # the eval batch with the float32 SavedModel's best spans.
+    run(files, out, f"--export_dir={out}/int8_export", "--export_precision=int8")
+    (version,) = [name for name in os.listdir(f"{out}/int8_export/saved_model") if name.isdigit()]
+    version_dir = f"{out}/int8_export/saved_model/{version}"
+    from albert_tf.serving import tflite_servable
+    batch = eval_batch(out)
+    columns = {name: np.asarray(batch[name], np.int32) for name in squad_export.MODEL_INPUTS}
+    reference = tf.saved_model.load(version_dir).signatures["serving_default"](
+        **{name: tf.constant(value) for name, value in columns.items()})
+    answer = tflite_servable.load_runner(version_dir, "squad", 1, max_batch_size=32).run(
+        "serving_default", columns)
+    for key in ("start_logits", "end_logits"):
+        np.testing.assert_array_equal(np.argmax(answer[key], 1),
+                                      np.argmax(reference[key].numpy(), 1))
+
 
 def test_bad_flags_are_clear_errors(files, tmp_path):
     out = str(tmp_path / "bad")
@@ -258,6 +274,10 @@ def test_bad_flags_are_clear_errors(files, tmp_path):
         run(files, out, "--do_predict", "--albert_hub_module_handle=https://tfhub.dev/x")
     with pytest.raises(ValueError, match="no model.ckpt-<step> in .* and no --init_checkpoint"):
         run(files, out, "--do_predict", f"--predict_file={files['v1']}")
+    # bfloat16 is the classifier's only: the flag names itself and SQuAD's precisions.
+    with pytest.raises(flags.IllegalFlagValueError,
+                       match="export_precision.*float32.*int8"):
+        run(files, out, f"--export_dir={out}/export", "--export_precision=bfloat16")
 
 
 @pytest.mark.slow
@@ -313,7 +333,8 @@ def test_every_original_flag_exists_with_its_default():
         assert name in flag_values, name
         assert flag_values[name].default == default, name
     new = {"version_2_with_negative": False, "threshold_predict_file": None,
-           "null_score_diff_threshold": None, "eval_timeout_secs": 7200.0}
+           "null_score_diff_threshold": None, "eval_timeout_secs": 7200.0,
+           "export_precision": "float32"}
     for name, default in new.items():
         assert flag_values[name].default == default, name
     # Every run option comes from a flag of the same name.

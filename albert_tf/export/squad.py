@@ -25,11 +25,19 @@ Signatures:
                    or log-probability (v2, over the beam). v2: null_score is the minimum
                    `cls_logits` over the windows and the answer is "" when it exceeds the
                    exported threshold.
+
+`--export_precision=int8` also writes a dynamic-range int8 `model.tflite` of `serving_default`
+(inputs [B, S], as the SavedModel's) into the version directory (`export.tflite`; served with
+`--prefer_tflite_model`), converted from the served model itself (a v2 encoder that skips
+padding converts with dynamic shapes); the version's warm-up then holds only `serving_default`
+requests. `answer` needs TensorFlow ops (the tokenizer)
+and stays in the SavedModel only.
 """
 
 import os
 import tempfile
 
+from absl import logging
 import keras
 import numpy as np
 import tensorflow as tf
@@ -37,6 +45,7 @@ import tensorflow as tf
 from albert_tf import checkpoints
 from albert_tf.files import io_utils
 from albert_tf.text import tf_tokenization
+from albert_tf.export import tflite
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
 from albert_tf.modeling import encoder, squad_heads
@@ -46,6 +55,8 @@ MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
 V2_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index",
               "cls_logits")
 TFLITE_NAME = "albert_model.tflite"
+EXPORT_PRECISIONS = ("float32", "int8")
+TFLITE_SIGNATURES = ("serving_default",)  # the ids signature; `answer` needs TensorFlow ops
 
 
 def p_mask_from_inputs(input_mask, segment_ids):
@@ -228,31 +239,62 @@ class SquadSignatures:
         return archive
 
 
-def write_saved_model(signatures, export_dir):
-    """Writes `<export_dir>/saved_model/<version>/` atomically; returns that path."""
-    return versioned.write_archive(signatures.archive(), os.path.join(export_dir, "saved_model"),
-                                   warmup_logs=signatures.warmup_logs())
-
-
-def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_top=5,
-                 end_n_top=5):
-    """Converts a copy of `model` on a padded encoder (`model`'s may skip padding) with inputs
-    [1, max_seq_length] to TFLite."""
+def padded_copy(model, version_2_with_negative, start_n_top=5, end_n_top=5):
+    """`model` on a padded encoder (`model`'s may skip padding), for the fixed-shape
+    albert_model.tflite."""
     lite = squad_heads.build_squad_model(encoder.AlbertEncoder(model.config),
                                          version_2_with_negative, start_n_top, end_n_top)
     lite_variables = lite.checkpoint_variables()
     for name, variable in model.checkpoint_variables().items():
         lite_variables[name].assign(variable)
+    return lite
 
+
+def ids_archive(model, version_2_with_negative, max_seq_length, input_shape=(None, None)):
+    """A Keras `ExportArchive` of `serving_default` alone (the ids signature) on `model`, its
+    int32 inputs of `input_shape`."""
     def serve(input_ids, input_mask, segment_ids):
-        return model_outputs(lite, version_2_with_negative, input_ids, input_mask, segment_ids)
+        return model_outputs(model, version_2_with_negative, input_ids, input_mask, segment_ids)
 
     dummy = tf.zeros([1, max_seq_length], tf.int32)
     serve(dummy, dummy, dummy)  # builds the Keras layers, as the archive requires
     archive = keras.export.ExportArchive()
-    archive.track(lite)
-    archive.add_endpoint("serving_default", serve, input_signature=[
-        tf.TensorSpec([1, max_seq_length], tf.int32, name=name) for name in MODEL_INPUTS])
+    archive.track(model)
+    archive.add_endpoint(TFLITE_SIGNATURES[0], serve, input_signature=[
+        tf.TensorSpec(input_shape, tf.int32, name=name) for name in MODEL_INPUTS])
+    return archive
+
+
+def write_saved_model(signatures, export_dir, with_tflite=False):
+    """Writes `<export_dir>/saved_model/<version>/` atomically; returns that path. With
+    `with_tflite` the version also holds the int8 `model.tflite` of TFLITE_SIGNATURES and warms
+    up only those."""
+    logs = signatures.warmup_logs()
+    finish, sizes = None, []
+    if with_tflite:
+        logs = [log for log in logs if log.predict_log.request.model_spec.signature_name
+                in TFLITE_SIGNATURES]
+
+        def finish(temp):
+            archive = ids_archive(signatures.model, signatures.version_2,
+                                  signatures.max_seq_length)
+            sizes.append(tflite.write_int8(archive, TFLITE_SIGNATURES, temp))
+
+    path = versioned.write_archive(signatures.archive(), os.path.join(export_dir, "saved_model"),
+                                   warmup_logs=logs, finish=finish)
+    if sizes:
+        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
+                     "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
+                     sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
+    return path
+
+
+def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_top=5,
+                 end_n_top=5):
+    """Converts a `padded_copy` of `model` with inputs [1, max_seq_length] to float32 TFLite
+    (the original's albert_model.tflite)."""
+    archive = ids_archive(padded_copy(model, version_2_with_negative, start_n_top, end_n_top),
+                          version_2_with_negative, max_seq_length, [1, max_seq_length])
     with tempfile.TemporaryDirectory() as saved_model:
         archive.write_out(saved_model, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(saved_model)
@@ -264,11 +306,15 @@ def write_tflite(model, version_2_with_negative, max_seq_length, path, start_n_t
 
 
 def export_from_checkpoint(job, checkpoint_path, export_dir, null_threshold=None,
-                           include_text=True):
+                           include_text=True, export_precision="float32"):
     """Exports the model of a `squad.run.SquadJob`, batched as its run (`Batching.served`);
-    returns {"saved_model", "tflite"}.
+    returns {"saved_model", "tflite"}. `export_precision`: EXPORT_PRECISIONS (int8: also
+    `model.tflite` in the SavedModel's version).
     `include_text=False` leaves out the raw-text `answer` signature, the only one with
     tensorflow_text's custom ops, so stock TF Serving can load the SavedModel."""
+    if export_precision not in EXPORT_PRECISIONS:
+        raise ValueError(f"--export_precision must be one of {EXPORT_PRECISIONS} for SQuAD, got "
+                         f"{export_precision!r}")
     options = job.options
     batching = job.batching.served()
     model = load_squad_model(job.albert_config, checkpoint_path, options.version_2_with_negative,
@@ -280,8 +326,8 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, null_threshold=None
                                  job.max_seq_length, options.max_query_length,
                                  options.doc_stride, options.max_answer_length, tokenizer,
                                  null_threshold, batching)
-    saved_model = write_saved_model(signatures, export_dir)
-    tflite = write_tflite(model, options.version_2_with_negative, job.max_seq_length,
-                          os.path.join(export_dir, TFLITE_NAME), options.start_n_top,
-                          options.end_n_top)
-    return {"saved_model": saved_model, "tflite": tflite}
+    saved_model = write_saved_model(signatures, export_dir, export_precision == "int8")
+    tflite_path = write_tflite(model, options.version_2_with_negative, job.max_seq_length,
+                               os.path.join(export_dir, TFLITE_NAME), options.start_n_top,
+                               options.end_n_top)
+    return {"saved_model": saved_model, "tflite": tflite_path}

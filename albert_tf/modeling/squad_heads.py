@@ -133,10 +133,10 @@ class AlbertSquadV2(task_model.AlbertTaskModel):
             start_top_log_probs, start_top_index = tf.math.top_k(start_log_probs,
                                                                  self.start_n_top)
             start_states = tf.gather(sequence, start_top_index, axis=1, batch_dims=1)  # [B,k,H]
-            start_states = tf.tile(start_states[:, :, None], [1, 1, seq_length, 1])
-            hidden_states = tf.tile(sequence[:, None], [1, self.start_n_top, 1, 1])
+            start_states = tf.tile(tf.expand_dims(start_states, 2), [1, 1, seq_length, 1])
+            hidden_states = tf.tile(tf.expand_dims(sequence, 1), [1, self.start_n_top, 1, 1])
             end_masked = _masked(self._end_logits(hidden_states, start_states),
-                                 p_mask[:, None])  # [B, k, S]
+                                 tf.expand_dims(p_mask, 1))  # [B, k, S]
             end_top_log_probs, end_top_index = tf.math.top_k(
                 tf.nn.log_softmax(end_masked, -1), self.end_n_top)
             beam = self.start_n_top * self.end_n_top
@@ -146,9 +146,11 @@ class AlbertSquadV2(task_model.AlbertTaskModel):
                 end_top_index=tf.reshape(end_top_index, [-1, beam]))
 
         cls_feature = sequence[:, 0]
-        # Σ_s softmax(start)_s · h_s, without tf.einsum so the graph converts to TFLite.
-        start_feature = tf.reduce_sum(sequence * tf.nn.softmax(start_masked, -1)[:, :, None],
-                                      axis=1)
+        # Σ_s softmax(start)_s · h_s, without tf.einsum so the graph converts to TFLite, and
+        # tf.expand_dims rather than [..., None]: TFLite's StridedSlice lacks new axes on
+        # inputs of unknown length (the int8 export's [B, S]).
+        start_feature = tf.reduce_sum(
+            sequence * tf.expand_dims(tf.nn.softmax(start_masked, -1), -1), axis=1)
         answer = self.answer_dense_0(tf.concat([start_feature, cls_feature], axis=-1))
         answer = self.answer_dropout(answer, training=training)
         outputs["cls_logits"] = tf.squeeze(self.answer_dense_1(answer), -1)

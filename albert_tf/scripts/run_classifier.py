@@ -47,11 +47,8 @@ def define_flags(flag_values):
                   "max_seq_length, casing and hashes of the vocabulary and data files.")
     define.string("export_dir", None, "The directory where the exported SavedModel will be "
                   "stored (in a numeric version subdirectory, for TensorFlow Serving).")
-    define.enum("export_precision", "float32", classifier_export.EXPORT_PRECISIONS,
-                "Precision of the export (new): float32; bfloat16 (the same signatures, float32 "
-                "inputs and outputs, matrix products in bfloat16); int8 (the float32 SavedModel "
-                "plus a dynamic-range int8 model.tflite of the `ids` signature in the version "
-                "directory, served by serve.py and TF Serving with --prefer_tflite_model).")
+    training_flags.define_export_precision_flag(classifier_export.EXPORT_PRECISIONS, "ids",
+                                                flag_values)
     define.bool("export_raw_text", True, "Include the in-graph tokenizer and the `text` "
                 "signature in the exported model (new). Those need tensorflow_text wherever "
                 "the model is served; with false the export holds no custom ops (stock TF "

@@ -56,10 +56,8 @@ def define_flags(flag_values):
                 "set.")
     define.string("export_dir", None, "Export model.ckpt-best as a SavedModel to "
                   "<export_dir>/<version>/ (TensorFlow Serving layout).")
-    define.enum("export_precision", "float32", race_export.EXPORT_PRECISIONS,
-                "Precision of the export (new): float32; int8 (the float32 SavedModel plus a "
-                "dynamic-range int8 model.tflite of `serving_default` in the version directory, "
-                "served by serve.py and TF Serving with --prefer_tflite_model).")
+    training_flags.define_export_precision_flag(race_export.EXPORT_PRECISIONS,
+                                                "serving_default", flag_values)
     define.bool("export_raw_text", True, "Include the raw-text `text` signature (in-graph "
                 "tokenizer) in the export. It needs tensorflow_text wherever the model is "
                 "served; with false the SavedModel holds no custom ops (stock TF Serving).")

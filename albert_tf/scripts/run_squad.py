@@ -17,6 +17,7 @@ import keras
 
 from albert_tf import cli
 from albert_tf.config import AlbertConfig
+from albert_tf.export import squad as squad_export
 from albert_tf.squad import run as squad_run
 from albert_tf.training import fine_tuning
 from albert_tf.training import flags as training_flags
@@ -61,6 +62,8 @@ def define_flags(flag_values):
                 "and TFLite-compatible).")
     define.string("export_dir", None, "The directory where the exported SavedModel "
                   "(<export_dir>/saved_model/<version>) and albert_model.tflite will be stored.")
+    training_flags.define_export_precision_flag(squad_export.EXPORT_PRECISIONS,
+                                                "serving_default", flag_values)
     define.bool("export_raw_text", True, "Include the raw-text `answer` signature (in-graph "
                 "tokenizer) in the export (new). It needs tensorflow_text wherever the model "
                 "is served; with false the SavedModel holds no custom ops (stock TF Serving).")
@@ -110,13 +113,13 @@ def run(flag_values):
                 flag_values, num_train_steps=1, num_warmup_steps=0,
                 init_checkpoint=init_checkpoint), strategy).test_results
     if flag_values.export_dir:
-        from albert_tf.export import squad as squad_export
         threshold = options.null_score_diff_threshold
         if threshold is None and results:
             threshold = results.get("null_score_diff_threshold")
         paths = squad_export.export_from_checkpoint(
             job, job.best_checkpoint(fallback=init_checkpoint), flag_values.export_dir,
-            threshold, include_text=flag_values.export_raw_text)
+            threshold, include_text=flag_values.export_raw_text,
+            export_precision=flag_values.export_precision)
         logging.info("Exported %s", paths)
     return results
 

@@ -178,6 +178,26 @@ def define_length_bucket_flag(flag_values=flags.FLAGS):
         "to float rounding.")
 
 
+_EXPORT_PRECISION_HELP = {
+    "float32": "float32",
+    "bfloat16": "bfloat16 (the same signatures, float32 inputs and outputs, matrix products in "
+                "bfloat16)",
+    "int8": "int8 (the float32 SavedModel plus a dynamic-range int8 model.tflite of the "
+            "`{signature}` signature in the version directory, served by serve.py and TF "
+            "Serving with --prefer_tflite_model)",
+}
+
+
+def define_export_precision_flag(choices, tflite_signature, flag_values=flags.FLAGS):
+    """New: `--export_precision`, one definition for every task that exports; `choices`: the
+    task's precisions (a subset of float32, bfloat16, int8), `tflite_signature`: the signature
+    its int8 model.tflite holds."""
+    cli.Definer(flag_values, frames_up=2).enum(  # the calling script's own flag
+        "export_precision", "float32", choices, "Precision of the export (new): " + "; ".join(
+            _EXPORT_PRECISION_HELP[choice].format(signature=tflite_signature)
+            for choice in choices) + ".")
+
+
 def batching_from_flags(flag_values, strategy, keep_padding=None):
     """The run's `length_buckets.Batching`: --length_buckets and --max_seq_length under
     `strategy` (`keep_padding`: why the model needs full padding, if it does)."""
