@@ -50,8 +50,6 @@ logits and softmax in float32); `int8`, the float32 SavedModel plus a dynamic-ra
 int8 version's warm-up file then holds only `ids` requests, the signature both can replay.
 """
 
-import os
-
 from absl import logging
 import keras
 import numpy as np
@@ -264,19 +262,13 @@ def write_saved_model(signatures, export_dir, include_text=True, with_tflite=Fal
     `with_tflite`, its int8 `model.tflite` (the warm-up then only of TFLITE_SIGNATURES);
     returns that path."""
     name, method = signatures.examples_signature
-    sizes = []
-
-    def add_tflite(temp):
-        sizes.append(tflite.write_int8(signatures.tflite_archive(), TFLITE_SIGNATURES, temp))
-
+    int8 = tflite.Int8File(signatures.tflite_archive, TFLITE_SIGNATURES) if with_tflite else None
     path = versioned.write_archive(
         signatures.archive(include_text), export_dir, {name: method},
         signatures.warmup_logs(include_text, TFLITE_SIGNATURES if with_tflite else None),
-        finish=add_tflite if with_tflite else None)
-    if with_tflite:
-        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
-                     "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
-                     sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
+        finish=int8)
+    if int8:
+        int8.log_written(path)
     return path
 
 

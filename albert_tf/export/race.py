@@ -18,9 +18,7 @@ name and renamed when complete. `--export_precision=int8` also writes a dynamic-
 `--prefer_tflite_model`), and the version's warm-up then holds only `serving_default` requests.
 """
 
-import os
 
-from absl import logging
 import keras
 import tensorflow as tf
 
@@ -109,20 +107,14 @@ def export_saved_model(model, export_dir, text_encoder=None, warmup_lengths=None
     """Writes `<export_dir>/<version>/` atomically, warmed at `warmup_lengths` (see
     `warmup_logs`), with its int8 `model.tflite` when `with_tflite`; returns that path."""
     logs = warmup_logs(model, text_encoder, warmup_lengths)
-    sizes = []
-
-    def add_tflite(temp):
-        sizes.append(tflite.write_int8(serving_archive(model), TFLITE_SIGNATURES, temp))
-
+    int8 = None
     if with_tflite:
-        logs = [log for log in logs if log.predict_log.request.model_spec.signature_name
-                in TFLITE_SIGNATURES]
+        int8 = tflite.Int8File(lambda: serving_archive(model), TFLITE_SIGNATURES)
+        logs = int8.warmup_logs(logs)
     path = versioned.write_archive(serving_archive(model, text_encoder), export_dir,
-                                   warmup_logs=logs, finish=add_tflite if with_tflite else None)
-    if with_tflite:
-        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
-                     "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
-                     sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
+                                   warmup_logs=logs, finish=int8)
+    if int8:
+        int8.log_written(path)
     return path
 
 

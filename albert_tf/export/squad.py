@@ -37,7 +37,6 @@ and stays in the SavedModel only.
 import os
 import tempfile
 
-from absl import logging
 import keras
 import numpy as np
 import tensorflow as tf
@@ -270,22 +269,15 @@ def write_saved_model(signatures, export_dir, with_tflite=False):
     `with_tflite` the version also holds the int8 `model.tflite` of TFLITE_SIGNATURES and warms
     up only those."""
     logs = signatures.warmup_logs()
-    finish, sizes = None, []
+    int8 = None
     if with_tflite:
-        logs = [log for log in logs if log.predict_log.request.model_spec.signature_name
-                in TFLITE_SIGNATURES]
-
-        def finish(temp):
-            archive = ids_archive(signatures.model, signatures.version_2,
-                                  signatures.max_seq_length)
-            sizes.append(tflite.write_int8(archive, TFLITE_SIGNATURES, temp))
-
+        int8 = tflite.Int8File(lambda: ids_archive(signatures.model, signatures.version_2,
+                                                   signatures.max_seq_length), TFLITE_SIGNATURES)
+        logs = int8.warmup_logs(logs)
     path = versioned.write_archive(signatures.archive(), os.path.join(export_dir, "saved_model"),
-                                   warmup_logs=logs, finish=finish)
-    if sizes:
-        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
-                     "--prefer_tflite_model)", os.path.join(path, tflite.TFLITE_FILE),
-                     sizes[0] / 1e6, ", ".join(TFLITE_SIGNATURES))
+                                   warmup_logs=logs, finish=int8)
+    if int8:
+        int8.log_written(path)
     return path
 
 

@@ -13,8 +13,10 @@ tokenizer need TensorFlow ops the TFLite runtime lacks, so those signatures stay
 SavedModel only.
 """
 
+import os
 import tempfile
 
+from absl import logging
 import tensorflow as tf
 
 from albert_tf.files import io_utils
@@ -45,3 +47,26 @@ def write_int8(archive, signature_keys, model_dir):
         with tf.io.gfile.GFile(temp, "wb") as writer:
             writer.write(flatbuffer)
     return len(flatbuffer)
+
+
+class Int8File:
+    """The `finish` hook of `versioned.write_archive` that adds the int8 `model.tflite` of
+    `signature_keys` of the archive `make_archive()` builds to the version before it is renamed
+    into place; `log_written(version_dir)` then says what was written."""
+
+    def __init__(self, make_archive, signature_keys):
+        self.make_archive, self.signature_keys = make_archive, tuple(signature_keys)
+        self.size = None
+
+    def __call__(self, model_dir):
+        self.size = write_int8(self.make_archive(), self.signature_keys, model_dir)
+
+    def warmup_logs(self, logs):
+        """The warm-up requests a TFLite-served version can replay: those of its signatures."""
+        return [log for log in logs
+                if log.predict_log.request.model_spec.signature_name in self.signature_keys]
+
+    def log_written(self, version_dir):
+        logging.info("Wrote %s (%.1f MB, dynamic-range int8, signature(s) %s; served with "
+                     "--prefer_tflite_model)", os.path.join(version_dir, TFLITE_FILE),
+                     self.size / 1e6, ", ".join(self.signature_keys))
