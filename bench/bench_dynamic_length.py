@@ -75,6 +75,9 @@ flags.DEFINE_integer("squad_copies", 8, "How many times the excerpt's questions 
 flags.DEFINE_integer("latency_runs", 100, "Batch-1 requests per implementation.")
 flags.DEFINE_integer("batch_runs", 20, "Batch-32 requests per implementation.")
 flags.DEFINE_list("measure", ["training", "serving", "squad"], "Which parts to measure.")
+flags.DEFINE_list("serving_exports", ["bfloat16", "int8"], "Exports measured beside float32 in "
+                  "--measure=serving (drop bfloat16 where TensorFlow's bfloat16 kernels cannot "
+                  "run, e.g. with ONEDNN_MAX_CPU_ISA=AVX2 on a CPU with AVX-512 BF16).")
 FLAGS = flags.FLAGS
 
 SEQ, SQUAD_SEQ = 128, 384
@@ -212,11 +215,15 @@ def measure_serving(config, spm_file, work_dir):
         graph_tokenizer.sep_id)
     loaded = tf.saved_model.load(classifier_export.write_saved_model(
         signatures, os.path.join(work_dir, "export")))
-    bfloat16 = tf.saved_model.load(classifier_export.write_saved_model(
-        bfloat16_signatures(config, model, spm_file), os.path.join(work_dir, "bfloat16")))
-    int8 = tflite_servable.TfliteRunner(classifier_export.write_saved_model(
-        signatures, os.path.join(work_dir, "int8"), include_text=False, with_tflite=True),
-        "albert", 1, 1024).signatures["ids"]
+    exports = {}
+    if "bfloat16" in FLAGS.serving_exports:
+        exports["bfloat16"] = tf.saved_model.load(classifier_export.write_saved_model(
+            bfloat16_signatures(config, model, spm_file),
+            os.path.join(work_dir, "bfloat16"))).signatures["ids"]
+    if "int8" in FLAGS.serving_exports:
+        exports["int8"] = tflite_servable.TfliteRunner(classifier_export.write_saved_model(
+            signatures, os.path.join(work_dir, "int8"), include_text=False, with_tflite=True),
+            "albert", 1, 1024).signatures["ids"]
     hf = transformers.AlbertForSequenceClassification(hf_interop.huggingface_config(
         config, num_labels=2, attn_implementation=None)).eval()
     print(f"\nServing latency, movie-review sentences, max_seq_length {SEQ}, round-robin")
@@ -230,12 +237,14 @@ def measure_serving(config, spm_file, work_dir):
             "ours, `ids` signature": lambda r: loaded.signatures["ids"](
                 input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
                 segment_ids=tf.zeros_like(tf.constant(r[1]))),
-            "ours, `ids`, bfloat16 export": lambda r: bfloat16.signatures["ids"](
-                input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
-                segment_ids=tf.zeros_like(tf.constant(r[1]))),
-            "ours, `ids`, int8 model.tflite": lambda r: int8(
-                input_ids=r[1], input_mask=r[2], segment_ids=np.zeros_like(r[1])),
             "HF eval, no_grad, no padding": lambda r: _hf_call(torch, hf, r)}
+        if "bfloat16" in exports:
+            calls["ours, `ids`, bfloat16 export"] = lambda r: exports["bfloat16"](
+                input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
+                segment_ids=tf.zeros_like(tf.constant(r[1])))
+        if "int8" in exports:
+            calls["ours, `ids`, int8 model.tflite"] = lambda r: exports["int8"](
+                input_ids=r[1], input_mask=r[2], segment_ids=np.zeros_like(r[1]))
         times = {name: [] for name in calls}
         for index, request in enumerate(requests):
             for name, call in calls.items():
