@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 
 import grpc
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -21,11 +22,13 @@ from tests.serving_toy_model import write_version
 # A random-weight head gives probabilities within 1e-3 of 0.5 whatever the encoder computes;
 # a head 50 times larger spreads them, so a wrong encoder could not pass for a right one.
 HEAD_SCALE = 50.0
+SEED = 0
 TOLERANCE = 0.01  # int8 weights, float32 activations: the largest difference seen was 0.0013
 
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory, spm_model_file):
+    keras.utils.set_random_seed(SEED)  # random weights whose answers spread (asserted below)
     signatures = tiny_classifier_signatures(spm_model_file)
     dummy = tf.zeros([1, 2], tf.int32)
     signatures.ids(dummy, dummy, dummy)
