@@ -59,12 +59,9 @@ def test_prefer_tflite_model_reaches_both_servers(monkeypatch):
 
     def start(*args, **kwargs):
         calls.append(kwargs)
-
-        def wait():
-            raise KeyboardInterrupt  # Ctrl-C: run() shuts the server down and returns
         return types.SimpleNamespace(server_address=("127.0.0.1", 1),
-                                     grpc=types.SimpleNamespace(port=2), wait=wait,
-                                     shutdown=lambda: None)
+                                     grpc=types.SimpleNamespace(port=2),
+                                     serve_until_signalled=lambda grace_secs: None)
     monkeypatch.setattr(serving, "start_python_server", start)
     serve.run(_flags("--model_base_path=/m", "--prefer_tflite_model", "--nouse_model_server"))
     assert calls[0]["prefer_tflite_model"] is True

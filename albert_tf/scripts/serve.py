@@ -4,6 +4,7 @@
       Runs `tensorflow_model_server` when it is installed, else the built-in server with the
       same REST and gRPC APIs and TF Serving's flags (albert_tf/serving/): version policy,
       load retries, warm-up, batching. `--export_dir` is the older name of --model_base_path.
+      SIGTERM or SIGINT shut it down gracefully (--shutdown_grace_period_secs).
   python serve.py --export_dir=OUT/export --text="a gripping film" --text="dull and tired"
       Loads the SavedModel in this process and prints one JSON line per sentence from its
       raw-text signature.
@@ -87,6 +88,12 @@ def define_flags(flag_values):
     define.float("header_timeout_secs", serving.DEFAULT_HEADER_TIMEOUT_SECS, "Built-in server: "
                  "a REST connection whose request headers take longer is closed.",
                  lower_bound=0.1)
+    define.float("shutdown_grace_period_secs", serving.DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS,
+                 "Built-in server: on SIGTERM or SIGINT, new connections and calls are refused "
+                 "and the requests in flight get this long to finish; those still running then "
+                 "are answered 503 (REST) and UNAVAILABLE (gRPC), and the server exits 0. The "
+                 "default stays below Kubernetes' 30 s terminationGracePeriodSeconds.",
+                 lower_bound=0)
     define.float("file_system_poll_wait_seconds", serving.DEFAULT_POLL_SECS, "Built-in server: "
                  "how often --export_dir is rescanned for new versions (TF Serving's flag).",
                  lower_bound=0.05)
@@ -183,10 +190,7 @@ def run(flag_values):
                  *server.server_address, server.grpc.port,
                  f" and socket {flag_values.grpc_socket_path}" if flag_values.grpc_socket_path
                  else "")
-    try:
-        server.wait()
-    except KeyboardInterrupt:
-        server.shutdown()
+    server.serve_until_signalled(flag_values.shutdown_grace_period_secs)
 
 
 def entry():

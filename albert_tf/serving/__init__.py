@@ -38,7 +38,7 @@ from albert_tf.serving.grpc_server import DEFAULT_GRPC_PORT
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
 from albert_tf.serving.rest_app import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT_SECS
 from albert_tf.serving.server import (DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
-                                      DEFAULT_MAX_CONNECTIONS,
+                                      DEFAULT_MAX_CONNECTIONS, DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS,
                                       model_server_command, run_model_server, start_python_server)
 from albert_tf.serving.versions import (DEFAULT_LOAD_RETRY_INTERVAL_SECS,
                                         DEFAULT_MAX_NUM_LOAD_RETRIES, DEFAULT_NUM_VERSIONS,
@@ -49,6 +49,6 @@ __all__ = ["BatchingParameters", "DEFAULT_GRPC_PORT", "DEFAULT_HEADER_TIMEOUT_SE
            "DEFAULT_LOAD_RETRY_INTERVAL_SECS", "DEFAULT_MAX_BATCH_SIZE", "DEFAULT_MAX_BODY_BYTES",
            "DEFAULT_MAX_CONCURRENT_MODEL_CALLS", "DEFAULT_MAX_CONNECTIONS",
            "DEFAULT_MAX_NUM_LOAD_RETRIES", "DEFAULT_NUM_VERSIONS", "DEFAULT_POLL_SECS",
-           "DEFAULT_REQUEST_TIMEOUT_SECS", "ModelRunner", "ServedVersions", "ServingError",
+           "DEFAULT_REQUEST_TIMEOUT_SECS", "DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS", "ModelRunner", "ServedVersions", "ServingError",
            "VersionPolicy", "model_server_command", "resolve_model_dir", "run_model_server",
            "start_python_server"]

@@ -206,5 +206,7 @@ class GrpcServer:
                                         f"(in use, or not an address of this host)")
         return bound
 
-    def shutdown(self, grace_secs=5):
-        self._server.stop(grace_secs).wait()
+    def stop(self, grace_secs):
+        """Refuses new calls at once; calls still running after `grace_secs` are cancelled
+        with UNAVAILABLE. Returns a threading.Event set once every call has ended."""
+        return self._server.stop(grace_secs)

@@ -1,12 +1,18 @@
 """Starting a server: `tensorflow_model_server` when it is installed, else the built-in one: the
 REST app on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog,
-HTTP parsing errors answered by h11, graceful shutdown) and the gRPC API on grpcio, over the
-same loaded versions."""
+HTTP parsing errors answered by h11) and the gRPC API on grpcio, over the same loaded versions.
 
+Shutdown (SIGTERM, as every rolling update of a deployment sends, or SIGINT) is graceful: both
+front ends stop accepting connections and calls at once, the requests in flight are finished
+within the grace period, and the ones still running at its end are answered, 503 on REST and
+UNAVAILABLE on gRPC, never left without an answer; then the process exits 0."""
+
+import asyncio
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +20,7 @@ import threading
 import time
 import weakref
 
+from absl import logging
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -41,6 +48,9 @@ DEFAULT_MAX_CONCURRENT_MODEL_CALLS = os.cpu_count() or 1
 # 5 ms, leaving the CPU idle: one batch thread answered 0.70-0.79 of the in-process rate at its
 # batch size, 0.89-0.95 with 0.5 ms (bench/bench_rest_server.py, bench/RESULTS.md).
 GIL_SWITCH_INTERVAL_SECS = 0.0005
+# Kubernetes sends SIGTERM, then SIGKILL 30 s later (terminationGracePeriodSeconds' default):
+# 25 s of draining leaves the process time to answer the rest and exit before that.
+DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS = 25.0
 
 
 class StartupError(errors.UserInputError):
@@ -83,18 +93,55 @@ class JsonErrorH11Protocol(H11Protocol):
             self.transport.close()
 
     def send_400_response(self, msg):
-        body = json.dumps({"error": f"Malformed HTTP request: {msg}"}).encode("utf-8")
+        self._send_error(400, b"Bad Request", f"Malformed HTTP request: {msg}")
+
+    def answer_unfinished(self, message):
+        """The shutdown grace period is over: a request still running is answered 503 with
+        `message` (the application's late answer is dropped), the connection closed."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete or self.transport.is_closing():
+            return
+        cycle.disconnected = True  # uvicorn discards what the application sends from now on
+        if cycle.response_started:  # cannot happen with whole-body responses; still closed
+            self.transport.close()
+        else:
+            self._send_error(503, b"Service Unavailable", message)
+
+    def _send_error(self, status, reason, message):
+        body = json.dumps({"error": message}).encode("utf-8")
         headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
                    (b"content-length", str(len(body)).encode())]
-        for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+        for event in (h11.Response(status_code=status, headers=headers, reason=reason),
                       h11.Data(data=body), h11.EndOfMessage()):
             self.transport.write(self.conn.send(event))
         self.transport.close()
 
 
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server, whose shutdown (listeners closed, idle connections closed, the others
+    closed once answered) ends after `grace_secs`: requests still running then are answered
+    503 by their connection (`JsonErrorH11Protocol.answer_unfinished`)."""
+
+    grace_secs = DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS
+
+    async def shutdown(self, sockets=None):
+        message = (f"the server is shutting down: the request did not finish within "
+                   f"--shutdown_grace_period_secs={self.grace_secs:g}")
+
+        def answer_unfinished():
+            for connection in list(self.server_state.connections):
+                connection.answer_unfinished(message)
+        timer = asyncio.get_running_loop().call_later(self.grace_secs, answer_unfinished)
+        try:
+            await super().shutdown(sockets)
+        finally:
+            timer.cancel()
+
+
 class RestServer:
     """The REST front end: uvicorn running `app` on a background thread. `server_address` is
-    the bound (host, port); `shutdown()` stops accepting and finishes open requests."""
+    the bound (host, port); `shutdown(grace_secs)` stops accepting, finishes open requests and
+    answers 503 to those still running after `grace_secs`."""
 
     def __init__(self, app, host, port, request_timeout_secs,
                  max_connections=DEFAULT_MAX_CONNECTIONS,
@@ -115,8 +162,9 @@ class RestServer:
         config = uvicorn.Config(app, http=protocol, lifespan="off",
                                 backlog=LISTEN_BACKLOG, access_log=False,
                                 log_level="warning", limit_concurrency=max_connections + 1,
-                                timeout_keep_alive=max(1, round(request_timeout_secs)))
-        self._server = uvicorn.Server(config)
+                                timeout_keep_alive=max(1, round(request_timeout_secs)),
+                                timeout_graceful_shutdown=None)  # DrainingServer's own deadline
+        self._server = DrainingServer(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [listener]},
                                         daemon=True, name="rest-server")
         self._thread.start()
@@ -126,35 +174,64 @@ class RestServer:
                 raise RuntimeError(f"the REST server did not start on {host}:{port}")
             time.sleep(0.01)
 
-    def wait(self):
-        """Blocks until the server stops (Ctrl-C in the main thread stops it)."""
-        while self._thread.is_alive():
-            self._thread.join(0.5)
+    def running(self):
+        return self._thread.is_alive()
 
-    def shutdown(self):
+    def shutdown(self, grace_secs=DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS):
+        self._server.grace_secs = grace_secs
         self._server.should_exit = True
-        self._thread.join(30)
+        # Once every connection is answered and closed the server stops; a model call still
+        # running past the deadline may hold its thread: not waited for.
+        deadline = time.monotonic() + grace_secs + 5
+        while self._server.server_state.connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._thread.join(max(0.0, min(1.0, deadline - time.monotonic())))
 
 
 class ModelServer:
     """The running built-in server: the served models (`lifecycle`, a ServedVersions or
     ConfiguredModels, TF Serving's server core) and its front ends, `rest` and `grpc` (None
-    when off). `server_address` is REST's bound (host, port); `shutdown()` stops both front
-    ends, then the model polling."""
+    when off). `server_address` is REST's bound (host, port)."""
 
     def __init__(self, lifecycle, rest, grpc):
         self.lifecycle, self.rest, self.grpc = lifecycle, rest, grpc
         self.server_address = rest.server_address
 
-    def wait(self):
-        """Blocks until the REST server stops (Ctrl-C in the main thread stops it)."""
-        self.rest.wait()
+    def serve_until_signalled(self, grace_secs=DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS):
+        """Serves until SIGTERM or SIGINT, then shuts down within `grace_secs` and ends the
+        process with exit status 0. The exit does not wait for a model call still running
+        past the deadline (its request was answered 503 / UNAVAILABLE): Python would join its
+        thread first, and a stuck call would then hold the process until SIGKILL."""
+        received = []
+        stop = threading.Event()
 
-    def shutdown(self):
+        def on_signal(signum, frame):
+            del frame
+            received.append(signal.Signals(signum).name)
+            stop.set()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, on_signal)
+        while not stop.wait(0.5) and self.rest.running():
+            pass
+        logging.info("%s: no new connections or calls; finishing the requests in flight "
+                     "within %gs", received[0] if received else "REST server stopped",
+                     grace_secs)
+        self.shutdown(grace_secs)
+        logging.info("shut down")
+        logging.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    def shutdown(self, grace_secs=DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS):
+        """Both front ends stop taking connections and calls at once; requests in flight are
+        finished within `grace_secs`, those still running then answered 503 (REST) and
+        UNAVAILABLE (gRPC: grpcio cancels them with that code); then the model polling stops."""
+        grpc_stopped = self.grpc.stop(grace_secs) if self.grpc is not None else None
+        self.rest.shutdown(grace_secs)
+        if grpc_stopped is not None:
+            grpc_stopped.wait(grace_secs + 5)
         self.lifecycle.stop_polling()
-        if self.grpc is not None:
-            self.grpc.shutdown()
-        self.rest.shutdown()
 
 
 class ModelRouter:
@@ -295,7 +372,7 @@ def start_python_server(export_dir, model_name, port, host="127.0.0.1",
     except Exception:  # nothing keeps running behind a server that did not start
         lifecycle.stop_polling()
         if grpc is not None:
-            grpc.shutdown(0)
+            grpc.stop(0).wait()
         raise
 
 
