@@ -75,16 +75,28 @@ def _reference():
     return {row["case"]: row["cpu_us_per_request"] for row in rows if "case" in row}
 
 
+def _served(base):
+    """What `RestApp` serves: this checkout's server core, or the `ServedVersions` of a
+    reference checkout from before the server core (no rescans in either)."""
+    try:
+        from albert_tf.serving import server, server_core
+    except ImportError:
+        from albert_tf.serving import versions
+        return versions.ServedVersions(base, "m")
+    return server_core.ServerCore(server.ServerOptions(
+        model_base_path=base, model_name="m", file_system_poll_wait_seconds=3600))
+
+
 def main(argv):
     del argv
     reference = _reference() if REFERENCE_REPO.value else {}
     sys.path.insert(0, REPO.value)
-    from albert_tf.serving import metrics, rest_app, versions
+    from albert_tf.serving import metrics, rest_app
 
     print(json.dumps({"machine": machine.describe(), "repo": REPO.value}))
     with tempfile.TemporaryDirectory() as base:
         _write_model(base)
-        handler = rest_app.RestApp(versions.ServedVersions(base, "m"), metrics.RequestMetrics())
+        handler = rest_app.RestApp(_served(base), metrics.RequestMetrics())
         for name, (verb, document) in CASES.items():
             body = json.dumps(document).encode()
             route = rest_app.Route("POST", f"/v1/models/m:{verb}")

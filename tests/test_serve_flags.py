@@ -57,11 +57,11 @@ def test_prefer_tflite_model_reaches_both_servers(monkeypatch):
     serve.run(_flags("--model_base_path=/m"))
     assert not any("tflite" in flag for flag in commands[1])
 
-    def start(*args, **kwargs):
-        calls.append(kwargs)
+    def start(options):
+        calls.append(options)
         return types.SimpleNamespace(server_address=("127.0.0.1", 1),
                                      grpc=types.SimpleNamespace(port=2),
-                                     serve_until_signalled=lambda grace_secs: None)
+                                     serve_until_signalled=lambda: None)
     monkeypatch.setattr(serving, "start_python_server", start)
     serve.run(_flags("--model_base_path=/m", "--prefer_tflite_model", "--nouse_model_server"))
-    assert calls[0]["prefer_tflite_model"] is True
+    assert calls[0].prefer_tflite_model is True

@@ -52,7 +52,8 @@ def _call(url, body=None):
 
 
 def test_rest_api_matches_tf_serving_formats(export_dir):
-    server = serving.start_python_server(export_dir, "toy", port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=export_dir, model_name="toy", rest_api_port=0))
     base = f"http://127.0.0.1:{server.server_address[1]}/v1/models/toy"
     try:
         status, body = _call(base)
@@ -139,8 +140,9 @@ def test_every_bad_request_gets_a_json_answer_and_the_server_stays_up(glue_expor
     too large."""
     export_base = os.path.dirname(glue_export)
     version = os.path.basename(glue_export)
-    server = serving.start_python_server(export_base, "albert", port=0, max_batch_size=64,
-                                            max_body_bytes=1 << 16)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=export_base, model_name="albert", rest_api_port=0, max_batch_size=64,
+        max_body_bytes=1 << 16))
     port = server.server_address[1]
     base = "/v1/models/albert"
     ids = {"input_ids": [[2, 10, 3]], "input_mask": [[1, 1, 1]], "segment_ids": [[0, 0, 0]]}
@@ -204,8 +206,9 @@ def test_fuzzed_bodies_and_concurrent_clients(glue_export):
     (no reset), every error a JSON body, and the server correct afterwards."""
     import concurrent.futures
     import random
-    server = serving.start_python_server(os.path.dirname(glue_export), "albert", port=0,
-                                            max_batch_size=64)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=os.path.dirname(glue_export), model_name="albert", rest_api_port=0,
+        max_batch_size=64))
     port = server.server_address[1]
     rng = random.Random(0)
     pieces = [None, 1, -1, 2 ** 70, 1.5, "x", "", [], {}, [[1, 2], [3]], [[1, 2, 3]], {"b64": "!"},

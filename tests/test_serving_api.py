@@ -92,7 +92,8 @@ def half_plus_three(tmp_path_factory):
 def test_documented_requests_get_the_documented_answers(half_plus_three):
     with open(FIXTURES, encoding="utf-8") as reader:
         fixtures = json.load(reader)
-    server = serving.start_python_server(half_plus_three, fixtures["model_name"], port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=half_plus_three, model_name=fixtures["model_name"], rest_api_port=0))
     port = server.server_address[1]
     try:
         for case in fixtures["cases"]:
@@ -138,8 +139,9 @@ def _predict(port, path="/v1/models/m:predict"):
 def test_new_versions_are_served_without_a_restart_and_old_ones_unloaded(tmp_path):
     base = str(tmp_path)
     _write_version(base, 1, offset=3.0)
-    server = serving.start_python_server(base, "m", port=0, num_versions=2, poll_secs=0.1,
-                                         max_num_load_retries=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="m", rest_api_port=0, num_versions=2,
+        file_system_poll_wait_seconds=0.1, max_num_load_retries=0))
     port = server.server_address[1]
     try:
         assert _versions(port) == ["1"]
@@ -170,7 +172,8 @@ def test_new_versions_are_served_without_a_restart_and_old_ones_unloaded(tmp_pat
 
 
 def test_prometheus_metrics_count_requests_by_status(half_plus_three):
-    server = serving.start_python_server(half_plus_three, "half_plus_three", port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=half_plus_three, model_name="half_plus_three", rest_api_port=0))
     port = server.server_address[1]
     try:
         for _ in range(3):
@@ -196,8 +199,9 @@ def test_prometheus_metrics_count_requests_by_status(half_plus_three):
 
 def test_a_stalled_upload_is_answered_408_and_frees_the_server(half_plus_three):
     import socket
-    server = serving.start_python_server(half_plus_three, "half_plus_three", port=0,
-                                         request_timeout_secs=1.0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=half_plus_three, model_name="half_plus_three", rest_api_port=0,
+        request_timeout_secs=1.0))
     port = server.server_address[1]
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=30) as stalled:
@@ -225,7 +229,8 @@ def _predict_ok(port):
 
 def test_unparseable_http_gets_a_json_400(half_plus_three):
     import socket
-    server = serving.start_python_server(half_plus_three, "half_plus_three", port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=half_plus_three, model_name="half_plus_three", rest_api_port=0))
     port = server.server_address[1]
     try:
         for garbage in (b"NOT HTTP AT ALL\r\n\r\n", b"GET /v1/models/x HTTP/1.1\r\nBad Header\r\n\r\n",

@@ -146,9 +146,9 @@ def test_rest_and_grpc_answers_are_unchanged_with_batching(tmp_path):
     import grpc
     from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
     write_version(str(tmp_path), 1)
-    server = serving.start_python_server(
-        str(tmp_path), "m", port=0, grpc_port=0,
-        batching_parameters=BatchingParameters(max_batch_size=16, batch_timeout_micros=1000))
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=str(tmp_path), model_name="m", rest_api_port=0, grpc_port=0,
+        batching_parameters=BatchingParameters(max_batch_size=16, batch_timeout_micros=1000)))
     try:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(
             grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}"))
@@ -219,10 +219,10 @@ def test_one_bad_request_in_a_batch_fails_alone_over_rest(tmp_path):
     its batches; the good ones are answered, the bad one's error names its own ids only."""
     module = _Vocabulary()
     tf.saved_model.save(module, str(tmp_path / "1"), signatures={"serving_default": module.ids})
-    server = serving.start_python_server(
-        str(tmp_path), "v", port=0,
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=str(tmp_path), model_name="v", rest_api_port=0,
         batching_parameters=BatchingParameters(max_batch_size=64, batch_timeout_micros=200_000,
-                                               num_batch_threads=1))
+                                               num_batch_threads=1)))
     url = f"http://127.0.0.1:{server.server_address[1]}/v1/models/v:predict"
 
     def call(ids):

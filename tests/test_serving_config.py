@@ -66,9 +66,10 @@ def test_several_models_policies_labels_and_reload(tmp_path):
     config = tmp_path / "models.config"
     config.write_text(CONFIG % bases)
     # Labels at start-up name versions not loaded yet (server_core.cc UpdateModelVersionLabelMap).
-    server = serving.start_python_server(None, None, port=0, grpc_port=0, poll_secs=0.1,
-                                         model_config_file=str(config), config_poll_secs=0.1,
-                                         allow_version_labels_for_unavailable_models=True)
+    server = serving.start_python_server(serving.ServerOptions(
+        rest_api_port=0, grpc_port=0, file_system_poll_wait_seconds=0.1,
+        model_config_file=str(config), model_config_file_poll_wait_seconds=0.1,
+        allow_version_labels_for_unavailable_models=True))
     port = server.server_address[1]
     try:
         versions = lambda name: [e["version"] for e in _get(port, f"/v1/models/{name}")[1][  # noqa: E731
@@ -142,8 +143,9 @@ def test_handle_reload_config_request_serves_the_sent_config_until_the_file_chan
     write_version(bases["b"], 1, offset=10.0)
     config = tmp_path / "models.config"
     config.write_text('model_config_list { config { name: "a" base_path: "%(a)s" } }' % bases)
-    server = serving.start_python_server(None, None, port=0, grpc_port=0, poll_secs=0.1,
-                                         model_config_file=str(config), config_poll_secs=0.1)
+    server = serving.start_python_server(serving.ServerOptions(
+        rest_api_port=0, grpc_port=0, file_system_poll_wait_seconds=0.1,
+        model_config_file=str(config), model_config_file_poll_wait_seconds=0.1))
     port = server.server_address[1]
     channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}")
     stub = model_service_pb2_grpc.ModelServiceStub(channel)

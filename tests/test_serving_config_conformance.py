@@ -38,8 +38,8 @@ class _Server:
     def __init__(self, tmp_path, text, **flags):
         config = tmp_path / "models.config"
         config.write_text(text)
-        self.server = serving.start_python_server(None, None, port=0, grpc_port=0,
-                                                  model_config_file=str(config), **flags)
+        self.server = serving.start_python_server(serving.ServerOptions(
+            rest_api_port=0, grpc_port=0, model_config_file=str(config), **flags))
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.server.grpc.port}")
         self.stub = model_service_pb2_grpc.ModelServiceStub(self.channel)
 
@@ -117,7 +117,8 @@ def test_labels_at_start_up_need_the_flag(tmp_path, base):
     config = tmp_path / "models.config"
     config.write_text(_config(base, extra='version_labels { key: "stable" value: 1 }'))
     with pytest.raises(server_lib.StartupError) as error:
-        serving.start_python_server(None, None, port=0, grpc_port=0, model_config_file=str(config))
+        serving.start_python_server(serving.ServerOptions(
+            rest_api_port=0, grpc_port=0, model_config_file=str(config)))
     assert str(error.value) == (f"--model_config_file={config}: Request to assign label to "
                                 f"version 1 of model m, which is not currently available for "
                                 f"inference")

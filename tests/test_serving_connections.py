@@ -28,8 +28,9 @@ def _closed_after(connection, limit):
 
 
 def test_unfinished_headers_and_idle_keep_alive_connections_are_closed(export_base):
-    server = serving.start_python_server(export_base, "m", port=0, request_timeout_secs=1,
-                                         header_timeout_secs=1)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=export_base, model_name="m", rest_api_port=0, request_timeout_secs=1,
+        header_timeout_secs=1))
     port = server.server_address[1]
     try:
         with socket.create_connection(("127.0.0.1", port)) as connection:
@@ -47,7 +48,8 @@ def test_unfinished_headers_and_idle_keep_alive_connections_are_closed(export_ba
 
 
 def test_connections_over_the_bound_are_refused_at_once(export_base):
-    server = serving.start_python_server(export_base, "m", port=0, max_connections=2)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=export_base, model_name="m", rest_api_port=0, max_connections=2))
     port = server.server_address[1]
     request = b"GET /v1/models/m HTTP/1.1\r\nHost: x\r\n\r\n"
     try:

@@ -3,6 +3,7 @@ and `model_service_pb2_grpc.ModelServiceStub` with `tf.make_tensor_proto` inputs
 built-in server; every answer is compared with the REST answer to the same request."""
 
 import json
+import urllib.error
 import urllib.request
 
 import grpc
@@ -27,7 +28,8 @@ def _example(x):
 def server(tmp_path_factory):
     base = str(tmp_path_factory.mktemp("half_plus"))
     write_version(base, 7)
-    server = serving.start_python_server(base, "half", port=0, grpc_port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="half", rest_api_port=0, grpc_port=0))
     channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}")
     yield (server, prediction_service_pb2_grpc.PredictionServiceStub(channel),
            model_service_pb2_grpc.ModelServiceStub(channel))
@@ -191,3 +193,36 @@ def test_reload_config_needs_a_model_config_file(server):
                                              timeout=30)
     assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "--model_config_file" in error.value.details()
+
+
+def _rest_error(server, path, body):
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/models/{path}"
+    data = None if body is None else json.dumps(body).encode()
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=30)
+    return error.value.code, json.loads(error.value.read())["error"]
+
+
+@pytest.mark.parametrize("name, version, label, status, message", [
+    ("nope", None, None, 404, "Servable not found for request: Latest(nope)"),
+    ("half", 8, None, 404, "Servable not found for request: Specific(half, 8)"),
+    ("half", None, "stable", 400, "Unrecognized servable version label: stable"),
+    # ServerCore::GetModelVersionForLabel: a label of a model it does not serve is unrecognized.
+    ("nope", None, "stable", 400, "Unrecognized servable version label: stable"),
+])
+def test_rest_and_grpc_resolve_a_model_spec_alike(server, name, version, label, status, message):
+    """One server core decides for both front ends, in TF Serving's words and codes."""
+    rest_server, stub, _ = server
+    path = name + (f"/versions/{version}" if version else "") + (f"/labels/{label}" if label else "")
+    assert _rest_error(rest_server, path + ":predict", {"instances": [1.0]}) == (status, message)
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = name
+    if version:
+        request.model_spec.version.value = version
+    if label:
+        request.model_spec.version_label = label
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto([1.0], dtype=tf.float32))
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Predict(request, timeout=30)
+    code = {404: grpc.StatusCode.NOT_FOUND, 400: grpc.StatusCode.INVALID_ARGUMENT}[status]
+    assert (error.value.code(), error.value.details()) == (code, message)

@@ -24,7 +24,8 @@ PREDICT = "tensorflow/serving/predict"
 def stubs(tmp_path_factory):
     base = str(tmp_path_factory.mktemp("half_plus_three"))
     write_version(base, VERSION)
-    server = serving.start_python_server(base, "default", port=0, grpc_port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="default", rest_api_port=0, grpc_port=0))
     channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}")
     yield (prediction_service_pb2_grpc.PredictionServiceStub(channel),
            model_service_pb2_grpc.ModelServiceStub(channel))

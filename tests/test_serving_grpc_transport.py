@@ -42,9 +42,9 @@ def _predict(channel):
 
 def test_good_grpc_channel_args(base):
     """tensorflow_model_server_test.py testGoodGrpcChannelArgs."""
-    server = serving.start_python_server(
-        base, "default", port=0, grpc_port=0,
-        grpc_channel_arguments="grpc.max_connection_age_ms=2000,grpc.lb_policy_name=grpclb")
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="default", rest_api_port=0, grpc_port=0,
+        grpc_channel_arguments="grpc.max_connection_age_ms=2000,grpc.lb_policy_name=grpclb"))
     try:
         with grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}") as channel:
             assert _predict(channel) == [4.0]
@@ -52,15 +52,17 @@ def test_good_grpc_channel_args(base):
         server.shutdown()
     with pytest.raises(errors.UserInputError,
                        match=r"^--grpc_channel_arguments=grpc.foo: 'grpc.foo' is not key=value$"):
-        serving.start_python_server(base, "default", port=0, grpc_port=0,
-                                    grpc_channel_arguments="grpc.foo")
+        serving.start_python_server(serving.ServerOptions(
+            model_base_path=base, model_name="default", rest_api_port=0, grpc_port=0,
+            grpc_channel_arguments="grpc.foo"))
 
 
 def test_predict_uds(base, tmp_path):
     """tensorflow_model_server_test.py testPredictUDS: the same API on a Unix socket."""
     socket_path = str(tmp_path / "tf-serving.sock")
-    server = serving.start_python_server(base, "default", port=0, grpc_port=0,
-                                         grpc_socket_path=socket_path)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="default", rest_api_port=0, grpc_port=0,
+        grpc_socket_path=socket_path))
     try:
         with grpc.insecure_channel(f"unix:{socket_path}") as channel:
             assert _predict(channel) == [4.0]
@@ -143,8 +145,9 @@ def test_ssl_config_file(base, tmp_path, pki, client_verify):
     """--ssl_config_file: gRPC over TLS with the server's key and certificate; with
     client_verify a client must show a certificate the custom CA signed."""
     config = _ssl_config(tmp_path / "ssl.config", pki, client_verify)
-    server = serving.start_python_server(base, "default", port=0, grpc_port=0,
-                                         ssl_config_file=config)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="default", rest_api_port=0, grpc_port=0,
+        ssl_config_file=config))
     port = server.grpc.port
     try:
         with _secure_channel(port, pki, "client") as channel:
@@ -175,6 +178,7 @@ def test_a_bad_ssl_config_is_refused_before_loading(tmp_path, text, message):
     path = tmp_path / "ssl.config"
     path.write_text(text)
     with pytest.raises(errors.UserInputError) as error:
-        serving.start_python_server(str(tmp_path / "never_read"), "default", port=0, grpc_port=0,
-                                    ssl_config_file=str(path))
+        serving.start_python_server(serving.ServerOptions(
+            model_base_path=str(tmp_path / "never_read"), model_name="default", rest_api_port=0,
+            grpc_port=0, ssl_config_file=str(path)))
     assert str(error.value) == f"--ssl_config_file={path}: {message}"

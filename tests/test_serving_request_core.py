@@ -30,7 +30,8 @@ _HTTP_STATUS = {grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.NOT_FOUND
 def both(tmp_path_factory):
     base = str(tmp_path_factory.mktemp("half_plus"))
     write_version(base, 3)
-    server = serving.start_python_server(base, "half", port=0, grpc_port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="half", rest_api_port=0, grpc_port=0))
     channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}")
     yield server, prediction_service_pb2_grpc.PredictionServiceStub(channel)
     channel.close()

@@ -152,7 +152,8 @@ def servers(tmp_path_factory):
         for name, offset in ((HALF_PLUS_TWO, 2.0), ("default", 2.0)):
             base = str(tmp_path_factory.mktemp(name))
             _write_model(base, offset)
-            started.append(serving.start_python_server(base, name, port=0))
+            started.append(serving.start_python_server(serving.ServerOptions(
+                model_base_path=base, model_name=name, rest_api_port=0)))
             ports[name] = started[-1].server_address[1]
         yield ports
     finally:

@@ -39,13 +39,16 @@ def test_equal_ports_are_refused_before_loading(tmp_path):
     started = time.monotonic()
     with pytest.raises(server_lib.StartupError, match=r"^--port=8123 and --rest_api_port=8123: "
                        r"the gRPC and REST APIs need different ports$"):
-        serving.start_python_server(str(tmp_path / "never_read"), "m", port=8123, grpc_port=8123)
+        serving.start_python_server(serving.ServerOptions(
+            model_base_path=str(tmp_path / "never_read"), model_name="m", rest_api_port=8123,
+            grpc_port=8123))
     assert time.monotonic() - started < 1
 
 
 def test_a_rest_port_in_use_is_named(base, taken_port):
     with pytest.raises(server_lib.StartupError) as error:
-        serving.start_python_server(base, "m", port=taken_port)
+        serving.start_python_server(serving.ServerOptions(
+            model_base_path=base, model_name="m", rest_api_port=taken_port))
     assert str(error.value) == (f"--rest_api_port={taken_port}: the REST server cannot listen on "
                                 f"127.0.0.1:{taken_port}: Address already in use")
 
@@ -53,14 +56,15 @@ def test_a_rest_port_in_use_is_named(base, taken_port):
 def test_a_grpc_port_in_use_is_named(base, taken_port):
     with pytest.raises(errors.UserInputError, match=rf"^--port={taken_port}: the gRPC server "
                        rf"cannot listen on 127.0.0.1:{taken_port} "):
-        serving.start_python_server(base, "m", port=0, grpc_port=taken_port)
+        serving.start_python_server(serving.ServerOptions(
+            model_base_path=base, model_name="m", rest_api_port=0, grpc_port=taken_port))
 
 
 def test_a_missing_model_config_file_is_named(tmp_path):
     with pytest.raises(errors.MissingFileError,
                        match=rf"^--model_config_file={tmp_path}/none.config: no such file$"):
-        serving.start_python_server(None, None, port=0,
-                                    model_config_file=str(tmp_path / "none.config"))
+        serving.start_python_server(serving.ServerOptions(
+            rest_api_port=0, model_config_file=str(tmp_path / "none.config")))
 
 
 def test_a_specific_policy_whose_versions_are_missing_names_them(tmp_path, base):
@@ -68,7 +72,8 @@ def test_a_specific_policy_whose_versions_are_missing_names_them(tmp_path, base)
     config.write_text(f'model_config_list {{ config {{ name: "m" base_path: "{base}" '
                       f'model_version_policy {{ specific {{ versions: 3 }} }} }} }}')
     with pytest.raises(server_lib.StartupError) as error:
-        serving.start_python_server(None, None, port=0, model_config_file=str(config))
+        serving.start_python_server(serving.ServerOptions(
+            rest_api_port=0, model_config_file=str(config)))
     assert str(error.value) == (f"--model_config_file={config}: model m: no version under "
                                 f"{base} matches its version policy (specific versions [3]; "
                                 f"versions on disk: [1])")
@@ -84,7 +89,8 @@ def test_a_corrupt_warmup_file_names_file_and_version_without_retrying(tmp_path)
         writer.write(b"this is not a TFRecord file at all")
     started = time.monotonic()
     with pytest.raises(server_lib.StartupError) as error:
-        serving.start_python_server(str(tmp_path), "m", port=0)
+        serving.start_python_server(serving.ServerOptions(
+            model_base_path=str(tmp_path), model_name="m", rest_api_port=0))
     assert time.monotonic() - started < 30
     message = str(error.value)
     assert message.startswith(f"--model_base_path={tmp_path}: 1 model(s) did not become "
@@ -98,7 +104,8 @@ def test_version_directories_read_as_tf_serving_reads_them(tmp_path, base):
     int64 is not a version and does not break GetModelStatus."""
     shutil.copytree(os.path.join(base, "1"), tmp_path / "0005")
     shutil.copytree(os.path.join(base, "1"), tmp_path / "99999999999999999999")
-    server = serving.start_python_server(str(tmp_path), "m", port=0, grpc_port=0)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=str(tmp_path), model_name="m", rest_api_port=0, grpc_port=0))
     channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}")
     try:
         request = get_model_status_pb2.GetModelStatusRequest()

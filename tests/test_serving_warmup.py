@@ -11,7 +11,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from albert_tf import serving
 from albert_tf.export import classifier as classifier_export
 from albert_tf.export import warmup_requests
-from albert_tf.serving import model_runner, server as server_lib, warmup
+from albert_tf.serving import model_runner, server_core, warmup
 from albert_tf.training import length_buckets
 from tests.serving_fixtures import MAX_SEQ_LENGTH, tiny_classifier_signatures
 
@@ -36,7 +36,7 @@ def test_export_writes_a_request_per_signature_and_bucket_and_the_server_replays
     model_dir = classifier_export.write_saved_model(signatures, str(tmp_path / "export"))
     logs = _logs(model_dir)
     buckets = length_buckets.default_buckets(MAX_SEQ_LENGTH)  # 16, 32, 64
-    names = set(model_runner.signature_defs(model_dir))
+    names = set(model_runner.served(model_runner.all_signature_defs(model_dir)))
     assert names == {"serving_default", "ids", "classify", "text"}
     assert sorted(_signature(log) for log in logs) == sorted(
         [("predict_log", "ids"), ("predict_log", "serving_default"),
@@ -54,7 +54,7 @@ def test_export_writes_a_request_per_signature_and_bucket_and_the_server_replays
     runner = serving.ModelRunner(model_dir, "albert", 1)
     assert warmup.replay(runner) == len(logs)
     loaded = serving.ServedVersions(os.path.dirname(model_dir), "albert",
-                                    loader=server_lib.version_loader(enable_model_warmup=True))
+                                    loader=server_core.version_loader(serving.ServerOptions()))
     assert loaded.status()["model_version_status"][0]["state"] == "AVAILABLE"
 
 
@@ -65,14 +65,14 @@ def test_a_failing_warmup_request_fails_the_load(tmp_path):
     path = write_version(base, 2)
     warmup_requests.write(path, [warmup_requests.predict_log("no_such_signature", {"x": [1.0]})])
     versions = serving.ServedVersions(base, "m", max_num_load_retries=0,
-                                      loader=server_lib.version_loader(enable_model_warmup=True))
+                                      loader=server_core.version_loader(serving.ServerOptions()))
     status = {e["version"]: e for e in versions.status()["model_version_status"]}
     assert status["2"]["state"] == "END"
     assert "warm-up record 1 failed" in status["2"]["status"]["error_message"]
     assert versions.get().version == 1
     # --enable_model_warmup=false: the file is not read and the version loads.
-    versions = serving.ServedVersions(base, "m", loader=server_lib.version_loader(
-        enable_model_warmup=False))
+    versions = serving.ServedVersions(base, "m", loader=server_core.version_loader(
+        serving.ServerOptions(enable_model_warmup=False)))
     assert versions.get().version == 2
 
 
@@ -94,7 +94,7 @@ def test_squad_and_race_exports_write_warmup_requests_that_replay(tmp_path, spm_
     for model_dir, answer_signature in ((squad_dir, "answer"), (race_dir, "text")):
         logs = _logs(model_dir)
         assert sorted({_signature(log)[1] for log in logs}) == sorted(
-            model_runner.signature_defs(model_dir))
+            model_runner.served(model_runner.all_signature_defs(model_dir)))
         lengths = [tf.make_ndarray(log.predict_log.request.inputs["input_ids"]).shape[-1]
                    for log in logs if _signature(log)[1] == "serving_default"]
         assert lengths == [16, 32, 64]

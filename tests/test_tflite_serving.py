@@ -36,8 +36,9 @@ def servers(tmp_path_factory, spm_model_file):
     head.assign(head * HEAD_SCALE)
     base = str(tmp_path_factory.mktemp("int8"))
     version_dir = classifier_export.write_saved_model(signatures, base, with_tflite=True)
-    started = {name: serving.start_python_server(base, "albert", port=0, grpc_port=0,
-                                                 prefer_tflite_model=prefer)
+    started = {name: serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="albert", rest_api_port=0, grpc_port=0,
+        prefer_tflite_model=prefer))
                for name, prefer in (("float32", False), ("int8", True))}
     yield version_dir, started
     for server in started.values():
@@ -130,7 +131,8 @@ def test_the_tflite_version_has_the_tflite_signatures_and_refuses_bad_ids(server
 def test_a_version_without_model_tflite_is_served_from_its_saved_model(tmp_path, caplog):
     base = str(tmp_path / "half")
     write_version(base, 3)
-    server = serving.start_python_server(base, "albert", port=0, prefer_tflite_model=True)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="albert", rest_api_port=0, prefer_tflite_model=True))
     try:
         assert _rest(server, ":predict", {"instances": [2.0]}) == {"predictions": [4.0]}
     finally:

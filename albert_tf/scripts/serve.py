@@ -19,6 +19,8 @@ from albert_tf import cli, errors
 from albert_tf import serving
 from albert_tf.serving import rest_json
 
+DEFAULTS = serving.ServerOptions()
+
 
 def define_flags(flag_values):
     """Every flag of the script, on `flag_values` (tests parse their own)."""
@@ -51,19 +53,19 @@ def define_flags(flag_values):
     define.multi_string("text_b", None, "Second sentences for pair tasks, one per --text.")
     define.string("signature_name", "text", "Signature used with --text.")
     define.bool("use_model_server", True, "Use tensorflow_model_server when it is on PATH.")
-    define.integer("max_batch_size", serving.DEFAULT_MAX_BATCH_SIZE, "Built-in server: larger "
+    define.integer("max_batch_size", DEFAULTS.max_batch_size, "Built-in server: larger "
                    "batches are refused with HTTP 400.", lower_bound=1)
-    define.integer("max_body_bytes", serving.DEFAULT_MAX_BODY_BYTES, "Built-in server: larger "
+    define.integer("max_body_bytes", DEFAULTS.max_body_bytes, "Built-in server: larger "
                    "request bodies are refused with HTTP 413.", lower_bound=1)
-    define.float("request_timeout_secs", serving.DEFAULT_REQUEST_TIMEOUT_SECS, "Built-in "
+    define.float("request_timeout_secs", DEFAULTS.request_timeout_secs, "Built-in "
                  "server: a connection idle this long (a stalled upload) is closed.",
                  lower_bound=0.1)
-    define.integer("num_versions", serving.DEFAULT_NUM_VERSIONS, "Built-in server: how many of "
+    define.integer("num_versions", DEFAULTS.num_versions, "Built-in server: how many of "
                    "the newest loadable versions are served at once (TF Serving's default "
                    "policy: latest 1).", lower_bound=1)
-    define.integer("max_num_load_retries", serving.DEFAULT_MAX_NUM_LOAD_RETRIES, "Built-in "
+    define.integer("max_num_load_retries", DEFAULTS.max_num_load_retries, "Built-in "
                    "server: retries of a failed version load (TF Serving's flag).", lower_bound=0)
-    define.integer("load_retry_interval_micros", int(serving.DEFAULT_LOAD_RETRY_INTERVAL_SECS
+    define.integer("load_retry_interval_micros", int(DEFAULTS.load_retry_interval_secs
                                                       * 1e6),
                    "Built-in server: microseconds between load retries (TF Serving's flag).",
                    lower_bound=0)
@@ -79,22 +81,22 @@ def define_flags(flag_values):
                   "BatchingParameters (max_batch_size, batch_timeout_micros, "
                   "max_enqueued_batches, num_batch_threads, allowed_batch_sizes, "
                   "pad_variable_length_inputs); implies --enable_batching.")
-    define.integer("max_connections", serving.DEFAULT_MAX_CONNECTIONS, "Built-in server: REST "
+    define.integer("max_connections", DEFAULTS.max_connections, "Built-in server: REST "
                    "connections above this are answered 503 at once.", lower_bound=1)
-    define.integer("max_concurrent_model_calls", serving.DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+    define.integer("max_concurrent_model_calls", DEFAULTS.max_concurrent_model_calls,
                    "Built-in server: graph calls running at once (default: the number of CPUs); "
                    "the others wait in arrival order (0: no limit).",
                    lower_bound=0)
-    define.float("header_timeout_secs", serving.DEFAULT_HEADER_TIMEOUT_SECS, "Built-in server: "
+    define.float("header_timeout_secs", DEFAULTS.header_timeout_secs, "Built-in server: "
                  "a REST connection whose request headers take longer is closed.",
                  lower_bound=0.1)
-    define.float("shutdown_grace_period_secs", serving.DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS,
+    define.float("shutdown_grace_period_secs", DEFAULTS.shutdown_grace_period_secs,
                  "Built-in server: on SIGTERM or SIGINT, new connections and calls are refused "
                  "and the requests in flight get this long to finish; those still running then "
                  "are answered 503 (REST) and UNAVAILABLE (gRPC), and the server exits 0. The "
                  "default stays below Kubernetes' 30 s terminationGracePeriodSeconds.",
                  lower_bound=0)
-    define.float("file_system_poll_wait_seconds", serving.DEFAULT_POLL_SECS, "Built-in server: "
+    define.float("file_system_poll_wait_seconds", DEFAULTS.file_system_poll_wait_seconds, "Built-in server: "
                  "how often --export_dir is rescanned for new versions (TF Serving's flag).",
                  lower_bound=0.05)
 
@@ -121,6 +123,33 @@ def batching_parameters(flag_values):
         raise errors.MissingFileError(f"--batching_parameters_file={path}: {error.strerror}") from error
     except ValueError as error:
         raise errors.UserInputError(str(error)) from error
+
+
+def server_options(flag_values, export_dir, parameters):
+    """The built-in server's `ServerOptions` from the flags (the export directory and batching
+    parameters already read from them)."""
+    return serving.ServerOptions(
+        model_base_path=export_dir, model_name=flag_values.model_name,
+        model_config_file=flag_values.model_config_file,
+        model_config_file_poll_wait_seconds=flag_values.model_config_file_poll_wait_seconds,
+        allow_version_labels_for_unavailable_models=(
+            flag_values.allow_version_labels_for_unavailable_models),
+        rest_api_port=flag_values.rest_api_port, grpc_port=flag_values.port,
+        host=flag_values.host, grpc_socket_path=flag_values.grpc_socket_path or None,
+        grpc_channel_arguments=flag_values.grpc_channel_arguments,
+        ssl_config_file=flag_values.ssl_config_file or None,
+        num_versions=flag_values.num_versions,
+        file_system_poll_wait_seconds=flag_values.file_system_poll_wait_seconds,
+        max_num_load_retries=flag_values.max_num_load_retries,
+        load_retry_interval_secs=flag_values.load_retry_interval_micros / 1e6,
+        enable_model_warmup=flag_values.enable_model_warmup,
+        prefer_tflite_model=flag_values.prefer_tflite_model, batching_parameters=parameters,
+        max_batch_size=flag_values.max_batch_size, max_body_bytes=flag_values.max_body_bytes,
+        request_timeout_secs=flag_values.request_timeout_secs,
+        header_timeout_secs=flag_values.header_timeout_secs,
+        max_connections=flag_values.max_connections,
+        max_concurrent_model_calls=flag_values.max_concurrent_model_calls or None,
+        shutdown_grace_period_secs=flag_values.shutdown_grace_period_secs)
 
 
 def classify_once(flag_values):
@@ -169,28 +198,12 @@ def run(flag_values):
         logging.info("starting %s", " ".join(command))
         serving.run_model_server(command)
         return
-    server = serving.start_python_server(
-        export_dir, flag_values.model_name, flag_values.rest_api_port, flag_values.host,
-        flag_values.max_batch_size, flag_values.max_body_bytes, flag_values.request_timeout_secs,
-        flag_values.num_versions, flag_values.file_system_poll_wait_seconds,
-        grpc_port=flag_values.port, max_num_load_retries=flag_values.max_num_load_retries,
-        load_retry_interval_secs=flag_values.load_retry_interval_micros / 1e6,
-        enable_model_warmup=flag_values.enable_model_warmup, batching_parameters=parameters,
-        max_connections=flag_values.max_connections,
-        header_timeout_secs=flag_values.header_timeout_secs, model_config_file=config_file,
-        max_concurrent_model_calls=flag_values.max_concurrent_model_calls or None,
-        config_poll_secs=flag_values.model_config_file_poll_wait_seconds,
-        allow_version_labels_for_unavailable_models=(
-            flag_values.allow_version_labels_for_unavailable_models),
-        grpc_channel_arguments=flag_values.grpc_channel_arguments,
-        grpc_socket_path=flag_values.grpc_socket_path or None,
-        ssl_config_file=flag_values.ssl_config_file or None,
-        prefer_tflite_model=flag_values.prefer_tflite_model)
+    server = serving.start_python_server(server_options(flag_values, export_dir, parameters))
     logging.info("serving %s on http://%s:%d (REST) and gRPC port %d%s", config_file or export_dir,
                  *server.server_address, server.grpc.port,
                  f" and socket {flag_values.grpc_socket_path}" if flag_values.grpc_socket_path
                  else "")
-    server.serve_until_signalled(flag_values.shutdown_grace_period_secs)
+    server.serve_until_signalled()
 
 
 def entry():

@@ -88,14 +88,15 @@ def models_of(config, path):
 class ConfiguredModels:
     """{name: ServedVersions} kept as the config file says. `models` is the live dict the REST
     and gRPC front ends read, `retired` the models a reload removed (their versions listed as
-    END by the status call, as TF Serving's state monitor keeps them);
+    END by the status call, as TF Serving's state monitor keeps them); `config`, a
+    ModelServerConfig proto, is served instead of the file's;
     `make_versions(name, base_path, policy, labels, retry_first_load)` loads a model. Labels
     may name only AVAILABLE versions unless `allow_unavailable_labels`
     (--allow_version_labels_for_unavailable_models), and even then not move an existing label
     to a version that is not AVAILABLE."""
 
     def __init__(self, path, make_versions, poll_secs=versions_lib.DEFAULT_POLL_SECS,
-                 allow_unavailable_labels=False):
+                 allow_unavailable_labels=False, config=None):
         self.path, self._make_versions, self._poll_secs = path, make_versions, poll_secs
         self.allow_unavailable_labels = allow_unavailable_labels
         self.models, self.retired, self._base_paths = {}, {}, {}
@@ -103,7 +104,10 @@ class ConfiguredModels:
         self._applying = threading.Lock()
         self._file_config = None
         self._first = True
-        self.reload()
+        if config is None:
+            self.reload()
+        else:  # a config made in memory (one --model_base_path), named `path` in errors
+            self.apply(models_of(config, path))
 
     def reload(self):
         """Applies the file (see `apply`) if it changed since it was last applied, so that a

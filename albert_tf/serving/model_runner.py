@@ -1,6 +1,6 @@
 """One loaded SavedModel version, TF Serving's servable: its signatures, each input checked
-against its signature before the graph runs, and the graph calls (through the batcher when
-batching is on). The request core (`request_core`) answers requests with it."""
+against its signature before the graph runs, and the graph calls (through its batcher, built
+with it, when batching is on). The request core (`request_core`) answers requests with it."""
 
 import contextlib
 import os
@@ -9,6 +9,7 @@ import threading
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from albert_tf.serving import batching
 from albert_tf.serving.errors import ServingError
 
 DEFAULT_SIGNATURE = "serving_default"
@@ -26,14 +27,9 @@ class CallSlots:
     def set_limit(self, limit):
         self._semaphore = None if limit is None else threading.Semaphore(limit)
 
-    @contextlib.contextmanager
     def slot(self):
-        semaphore = self._semaphore
-        if semaphore is None:
-            yield
-            return
-        with semaphore:
-            yield
+        """A context manager holding one of the slots while a call runs."""
+        return self._semaphore or contextlib.nullcontext()
 
 
 GRAPH_CALLS = CallSlots()  # one limit per process: the CPU is shared by every model
@@ -53,24 +49,24 @@ def served(signature_defs):
     return {name: proto for name, proto in signature_defs.items() if not name.startswith("__")}
 
 
-def signature_defs(model_dir):
-    """The served SignatureDef protos of `<model_dir>/saved_model.pb`."""
-    return served(all_signature_defs(model_dir))
-
-
 class ModelRunner:
-    """Runs the signatures of the SavedModel in `model_dir`, served as `version` of `model_name`."""
+    """Runs the signatures of the SavedModel in `model_dir`, served as `version` of `model_name`,
+    its calls joined into batches as `batching_parameters` says (None: no batching)."""
 
-    def __init__(self, model_dir, model_name, version, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+    def __init__(self, model_dir, model_name, version, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+                 batching_parameters=None):
         self.model_dir, self.model_name, self.version = model_dir, model_name, version
         self.max_batch_size = max_batch_size
-        self.batcher = None  # a `batching.Batcher` when --enable_batching
+        self._batcher = self._make_batcher(batching_parameters)
         self._loaded = tf.saved_model.load(model_dir)
         self.signatures = dict(self._loaded.signatures)
         if not self.signatures:
             raise ServingError(f"{model_dir}: the SavedModel has no signatures", status=500)
         self.all_signature_defs = all_signature_defs(model_dir)  # for metadata
         self.signature_defs = served(self.all_signature_defs)
+
+    def _make_batcher(self, parameters):
+        return None if parameters is None else batching.Batcher(parameters, self.call)
 
     def _signature(self, name, method=None):
         name = name or DEFAULT_SIGNATURE
@@ -84,11 +80,7 @@ class ModelRunner:
         return self.signatures[name]
 
     def _convert_inputs(self, function, columns):
-        specs = function.structured_input_signature[1]
-        missing = sorted(set(specs) - set(columns))
-        unknown = sorted(set(columns) - set(specs))
-        if missing or unknown:
-            raise ServingError(f"inputs must be exactly {sorted(specs)}; missing {missing}, unknown {unknown}")
+        specs = function.structured_input_signature[1]  # the request core checked the names
         tensors, batch_sizes = {}, {}
         for key, spec in specs.items():
             try:  # numpy arrays from the request core's TensorProtos (strings: object arrays)
@@ -128,8 +120,8 @@ class ModelRunner:
 
     def _run(self, function, columns):
         tensors = self._convert_inputs(function, columns)
-        if self.batcher is not None:
-            return self.batcher.run(function, tensors)
+        if self._batcher is not None:
+            return self._batcher.run(function, tensors)
         return self.call(function, tensors)
 
     @staticmethod

@@ -144,18 +144,19 @@ def regression_result(runner, signature, model_input, result):
 
 def classify(runner, request):
     """A ClassificationRequest's ClassificationResponse."""
-    response = classification_pb2.ClassificationResponse()
-    signature = request.model_spec.signature_name or None
-    classification_result(runner, signature, request.input, response.result)
-    set_model_spec(response.model_spec, runner, signature)
-    return response
+    return _examples_response(runner, request, classification_result,
+                              classification_pb2.ClassificationResponse())
 
 
 def regress(runner, request):
     """A RegressionRequest's RegressionResponse."""
-    response = regression_pb2.RegressionResponse()
+    return _examples_response(runner, request, regression_result,
+                              regression_pb2.RegressionResponse())
+
+
+def _examples_response(runner, request, fill_result, response):
     signature = request.model_spec.signature_name or None
-    regression_result(runner, signature, request.input, response.result)
+    fill_result(runner, signature, request.input, response.result)
     set_model_spec(response.model_spec, runner, signature)
     return response
 

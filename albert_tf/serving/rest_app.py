@@ -8,8 +8,8 @@ case-insensitively, model name and label URL-decoded):
   OPTIONS (CORS preflight, answered when it has an http(s) Origin)
   GET  /monitoring/prometheus/metrics                              request counts and latencies
 Any other method or shape of a /v1/ path is "Malformed request" (INVALID_ARGUMENT, 400); a path
-outside /v1/ is 404. Labels need a model config file, so every label is unrecognised (400),
-except in a status call, which ignores it (TF Serving's GetModelStatus lists every version).
+outside /v1/ is 404. Which version answers, and what a status call lists, the server core
+(`server_core`) decides; a status call ignores a label (GetModelStatus lists every version).
 
 The request is worked on in starlette's thread pool (the event loop keeps accepting and answering)
 in TF Serving's order: parse the JSON, check signature_name, find the model version, find the
@@ -72,20 +72,16 @@ class Route:
             if int(version) > _INT64_MAX:
                 raise ServingError(f"Failed to convert version: {version} to numeric.")
             self.version = int(version)
-        if label is not None:
-            self.label = urllib.parse.unquote(label)
+        self.label = None if label is None else urllib.parse.unquote(label)
         self.verb = verb or ""
-
-    def malformed(self):
-        return ServingError(f"Malformed request: {self.method} {self.path}")
 
 
 class RestApp:
-    """The ASGI callable: one `ServedVersions`, body limits, metrics."""
+    """The ASGI callable over a `server_core.ServerCore`: paths, body limits, metrics."""
 
-    def __init__(self, versions, metrics, max_body_bytes=DEFAULT_MAX_BODY_BYTES,
+    def __init__(self, core, metrics, max_body_bytes=DEFAULT_MAX_BODY_BYTES,
                  request_timeout_secs=DEFAULT_REQUEST_TIMEOUT_SECS):
-        self.versions, self.metrics = versions, metrics
+        self.core, self.metrics = core, metrics
         self.max_body_bytes, self.request_timeout_secs = max_body_bytes, request_timeout_secs
 
     async def __call__(self, scope, receive, send):
@@ -131,35 +127,13 @@ class RestApp:
             if not parsed.name:
                 raise ServingError("Missing model name in request.")
             if parsed.verb == "metadata":
-                return JSONResponse(await run_in_threadpool(self._metadata, parsed))
-            return JSONResponse(self._status(parsed))
-        raise parsed.malformed()
-
-    def _check_model(self, parsed):
-        """NOT_FOUND for another model's name, INVALID_ARGUMENT for any label."""
-        if parsed.label is not None:
-            raise ServingError(f"Unrecognized servable version label: {parsed.label}")
-        if parsed.name != self.versions.model_name:
-            spec = (f"Latest({parsed.name})" if parsed.version is None
-                    else f"Specific({parsed.name}, {parsed.version})")
-            raise ServingError(f"Servable not found for request: {spec}", code=Code.NOT_FOUND)
-
-    def _status(self, parsed):
-        """GetModelStatus: a version label is ignored (every version listed), an unknown model
-        or version is NOT_FOUND in TF Serving's words."""
-        if parsed.name != self.versions.model_name:
-            raise ServingError(f"Could not find any versions of model {parsed.name}"
-                               if parsed.version is None else
-                               f"Could not find version {parsed.version} of model {parsed.name}",
-                               code=Code.NOT_FOUND)
-        return self.versions.status(parsed.version)
+                return JSONResponse(await run_in_threadpool(
+                    lambda: rest_json.metadata(self._runner(parsed))))
+            return JSONResponse(self.core.status(parsed.name, parsed.version))
+        raise ServingError(f"Malformed request: {parsed.method} {parsed.path}")
 
     def _runner(self, parsed):
-        self._check_model(parsed)
-        return self.versions.get(parsed.version)
-
-    def _metadata(self, parsed):
-        return rest_json.metadata(self._runner(parsed))
+        return self.core.servable(parsed.name, parsed.version, parsed.label)
 
     def _post(self, parsed, body):
         """A :predict, :classify or :regress body through the request core (`rest_json`)."""

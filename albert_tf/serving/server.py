@@ -1,6 +1,7 @@
 """Starting a server: `tensorflow_model_server` when it is installed, else the built-in one: the
 REST app on uvicorn (a maintained asyncio HTTP/1.1 server: keep-alive, a real listen backlog,
-HTTP parsing errors answered by h11) and the gRPC API on grpcio, over the same loaded versions.
+HTTP parsing errors answered by h11) and the gRPC API on grpcio, both over one server core
+(`server_core`), started from one `ServerOptions`.
 
 Shutdown (SIGTERM, as every rolling update of a deployment sends, or SIGINT) is graceful: both
 front ends stop accepting connections and calls at once, the requests in flight are finished
@@ -8,9 +9,9 @@ within the grace period, and the ones still running at its end are answered, 503
 UNAVAILABLE on gRPC, never left without an answer; then the process exits 0."""
 
 import asyncio
+import dataclasses
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -18,44 +19,73 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
+from typing import Optional
 
 from absl import logging
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from albert_tf.serving import batching
 from albert_tf.serving import grpc_listen
 from albert_tf.serving import grpc_server
 from albert_tf.serving import metrics as metrics_lib
-from albert_tf.serving import model_config
 from albert_tf.serving import rest_app
-from albert_tf.serving import tflite_servable
-from albert_tf.serving import versions as versions_lib
-from albert_tf.serving import warmup
-from albert_tf import errors
-from albert_tf.serving.errors import ServingError
-from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, GRAPH_CALLS, ModelRunner
+from albert_tf.serving.batching import BatchingParameters
+from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, GRAPH_CALLS
+from albert_tf.serving.rest_app import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT_SECS
+from albert_tf.serving.server_core import ServerCore, StartupError
+from albert_tf.serving.versions import (DEFAULT_LOAD_RETRY_INTERVAL_SECS,
+                                        DEFAULT_MAX_NUM_LOAD_RETRIES, DEFAULT_NUM_VERSIONS,
+                                        DEFAULT_POLL_SECS)
 
 LISTEN_BACKLOG = 2048
-DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_HEADER_TIMEOUT_SECS = 10.0
+DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_MAX_CONCURRENT_MODEL_CALLS = os.cpu_count() or 1
+# Kubernetes sends SIGTERM, then SIGKILL 30 s later (terminationGracePeriodSeconds' default):
+# 25 s of draining leaves the process time to answer the rest and exit before that.
+DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS = 25.0
 # How long a Python thread may hold the GIL while another waits for it (Python's default: 5 ms).
 # A graph call needs the GIL for moments between its kernels (inputs, the call's Python,
 # outputs); with dozens of request threads busy in Python, each of those moments waited up to
 # 5 ms, leaving the CPU idle: one batch thread answered 0.70-0.79 of the in-process rate at its
 # batch size, 0.89-0.95 with 0.5 ms (bench/bench_rest_server.py, bench/RESULTS.md).
 GIL_SWITCH_INTERVAL_SECS = 0.0005
-# Kubernetes sends SIGTERM, then SIGKILL 30 s later (terminationGracePeriodSeconds' default):
-# 25 s of draining leaves the process time to answer the rest and exit before that.
-DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS = 25.0
 
 
-class StartupError(errors.UserInputError):
-    """The server cannot start: a port, file, model or version it was given is unusable (one
-    line, exit 2, naming it)."""
+@dataclasses.dataclass(frozen=True)
+class ServerOptions:
+    """What the built-in server serves and how, made from serve.py's flags and named as they
+    are (TF Serving's Server::Options). The models are either `model_name` from
+    `model_base_path` or those of `model_config_file`; a port of 0 is any free port, a
+    `grpc_port` of None no gRPC port; `max_concurrent_model_calls` None is no limit;
+    `batching_parameters` None is no batching."""
+
+    model_base_path: Optional[str] = None
+    model_name: Optional[str] = "albert"
+    model_config_file: Optional[str] = None
+    model_config_file_poll_wait_seconds: float = 0
+    allow_version_labels_for_unavailable_models: bool = False
+    rest_api_port: int = 8501
+    grpc_port: Optional[int] = None
+    host: str = "127.0.0.1"
+    grpc_socket_path: Optional[str] = None
+    grpc_channel_arguments: str = ""
+    ssl_config_file: Optional[str] = None
+    num_versions: int = DEFAULT_NUM_VERSIONS
+    file_system_poll_wait_seconds: float = DEFAULT_POLL_SECS
+    max_num_load_retries: int = DEFAULT_MAX_NUM_LOAD_RETRIES
+    load_retry_interval_secs: float = DEFAULT_LOAD_RETRY_INTERVAL_SECS
+    enable_model_warmup: bool = True
+    prefer_tflite_model: bool = False
+    batching_parameters: Optional[BatchingParameters] = None
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    request_timeout_secs: float = DEFAULT_REQUEST_TIMEOUT_SECS
+    header_timeout_secs: float = DEFAULT_HEADER_TIMEOUT_SECS
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_concurrent_model_calls: Optional[int] = DEFAULT_MAX_CONCURRENT_MODEL_CALLS
+    shutdown_grace_period_secs: float = DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS
 
 
 class JsonErrorH11Protocol(H11Protocol):
@@ -122,7 +152,7 @@ class DrainingServer(uvicorn.Server):
     closed once answered) ends after `grace_secs`: requests still running then are answered
     503 by their connection (`JsonErrorH11Protocol.answer_unfinished`)."""
 
-    grace_secs = DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS
+    grace_secs = None  # set by RestServer.shutdown
 
     async def shutdown(self, sockets=None):
         message = (f"the server is shutting down: the request did not finish within "
@@ -139,15 +169,15 @@ class DrainingServer(uvicorn.Server):
 
 
 class RestServer:
-    """The REST front end: uvicorn running `app` on a background thread. `server_address` is
-    the bound (host, port); `shutdown(grace_secs)` stops accepting, finishes open requests and
-    answers 503 to those still running after `grace_secs`."""
+    """The REST front end: uvicorn running `app` on a background thread, on the host, port and
+    connection limits of `options`. `server_address` is the bound (host, port);
+    `shutdown(grace_secs)` stops accepting, finishes open requests and answers 503 to those
+    still running after `grace_secs`."""
 
-    def __init__(self, app, host, port, request_timeout_secs,
-                 max_connections=DEFAULT_MAX_CONNECTIONS,
-                 header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS):
+    def __init__(self, app, options):
+        host, port = options.host, options.rest_api_port
         protocol = type("H11Protocol", (JsonErrorH11Protocol,),
-                        {"header_timeout_secs": header_timeout_secs})
+                        {"header_timeout_secs": options.header_timeout_secs})
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -161,8 +191,9 @@ class RestServer:
         # included: + 1 lets max_connections connections be served.
         config = uvicorn.Config(app, http=protocol, lifespan="off",
                                 backlog=LISTEN_BACKLOG, access_log=False,
-                                log_level="warning", limit_concurrency=max_connections + 1,
-                                timeout_keep_alive=max(1, round(request_timeout_secs)),
+                                log_level="warning",
+                                limit_concurrency=options.max_connections + 1,
+                                timeout_keep_alive=max(1, round(options.request_timeout_secs)),
                                 timeout_graceful_shutdown=None)  # DrainingServer's own deadline
         self._server = DrainingServer(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [listener]},
@@ -177,11 +208,10 @@ class RestServer:
     def running(self):
         return self._thread.is_alive()
 
-    def shutdown(self, grace_secs=DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS):
+    def shutdown(self, grace_secs):
         self._server.grace_secs = grace_secs
         self._server.should_exit = True
-        # Once every connection is answered and closed the server stops; a model call still
-        # running past the deadline may hold its thread: not waited for.
+        # Answered and closed connections end the wait, not a model call still running.
         deadline = time.monotonic() + grace_secs + 5
         while self._server.server_state.connections and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -189,188 +219,71 @@ class RestServer:
 
 
 class ModelServer:
-    """The running built-in server: the served models (`lifecycle`, a ServedVersions or
-    ConfiguredModels, TF Serving's server core) and its front ends, `rest` and `grpc` (None
-    when off). `server_address` is REST's bound (host, port)."""
+    """The running built-in server: its `core` (the served models) and front ends, `rest` and
+    `grpc` (None when off). `server_address` is REST's bound (host, port)."""
 
-    def __init__(self, lifecycle, rest, grpc):
-        self.lifecycle, self.rest, self.grpc = lifecycle, rest, grpc
+    def __init__(self, core, rest, grpc, grace_secs):
+        self.core, self.rest, self.grpc, self.grace_secs = core, rest, grpc, grace_secs
         self.server_address = rest.server_address
 
-    def serve_until_signalled(self, grace_secs=DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS):
-        """Serves until SIGTERM or SIGINT, then shuts down within `grace_secs` and ends the
-        process with exit status 0. The exit does not wait for a model call still running
-        past the deadline (its request was answered 503 / UNAVAILABLE): Python would join its
-        thread first, and a stuck call would then hold the process until SIGKILL."""
+    def serve_until_signalled(self):
+        """Serves until SIGTERM or SIGINT, then shuts down and ends the process with exit
+        status 0 (1 if the REST server stopped by itself). The exit does not wait for a model
+        call still running past the deadline (its request was answered 503 / UNAVAILABLE):
+        Python would join its thread first, and a stuck call would hold the process until
+        SIGKILL."""
         received = []
-        stop = threading.Event()
-
-        def on_signal(signum, frame):
-            del frame
-            received.append(signal.Signals(signum).name)
-            stop.set()
         for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, on_signal)
-        while not stop.wait(0.5) and self.rest.running():
-            pass
-        logging.info("%s: no new connections or calls; finishing the requests in flight "
-                     "within %gs", received[0] if received else "REST server stopped",
-                     grace_secs)
-        self.shutdown(grace_secs)
+            signal.signal(signum, lambda number, _: received.append(signal.Signals(number).name))
+        while not received and self.rest.running():
+            time.sleep(0.1)
+        logging.info("%s: no new connections or calls; finishing the requests in flight within "
+                     "%gs", received[0] if received else "REST server stopped", self.grace_secs)
+        self.shutdown()
         logging.info("shut down")
         logging.flush()
-        sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(0 if received else 1)
 
-    def shutdown(self, grace_secs=DEFAULT_SHUTDOWN_GRACE_PERIOD_SECS):
+    def shutdown(self):
         """Both front ends stop taking connections and calls at once; requests in flight are
-        finished within `grace_secs`, those still running then answered 503 (REST) and
+        finished within the grace period, those still running then answered 503 (REST) and
         UNAVAILABLE (gRPC: grpcio cancels them with that code); then the model polling stops."""
-        grpc_stopped = self.grpc.stop(grace_secs) if self.grpc is not None else None
-        self.rest.shutdown(grace_secs)
+        grpc_stopped = self.grpc.stop(self.grace_secs) if self.grpc is not None else None
+        self.rest.shutdown(self.grace_secs)
         if grpc_stopped is not None:
-            grpc_stopped.wait(grace_secs + 5)
-        self.lifecycle.stop_polling()
+            grpc_stopped.wait(self.grace_secs + 5)
+        self.core.stop()
 
 
-class ModelRouter:
-    """The REST API over several models (--model_config_file): each request goes to the
-    `RestApp` of the model its path names, `/labels/L` turned into the label's `/versions/N`
-    (400 for a label the config does not define, as TF Serving answers), except in a status
-    call, which ignores the label and lists every version (GetModelStatus); a model a reload
-    removed still answers its status (versions END). Other paths (metrics, unknown models) go
-    to any one of them, which answers them as for a single model."""
-
-    _MODEL = re.compile(r"/v1/models/([^/:]+)")
-    _LABEL = re.compile(r"(/v1/models/[^/:]+)/labels/([^/:]+)")
-
-    def __init__(self, configured, make_app):
-        self.configured, self._make_app = configured, make_app
-        self._apps = weakref.WeakKeyDictionary()  # a removed model's app goes with it
-
-    async def __call__(self, scope, receive, send):
-        models = self.configured.models
-        match = self._MODEL.match(scope.get("path", ""))
-        name = match.group(1) if match else None
-        versions = models.get(name) or self.configured.retired.get(name)
-        if versions is None:
-            versions = next(iter(models.values()), None)
-        if versions is None:
-            response = rest_app.JSONResponse({"error": "no model is configured"}, status_code=404)
-            await response(scope, receive, send)
-            return
-        label = self._LABEL.match(scope.get("path", ""))
-        rest = scope["path"][label.end():] if label else ""
-        if label and scope.get("method") == "GET" and rest == "":  # status: label ignored
-            path = label.group(1)
-            scope = {**scope, "path": path, "raw_path": path.encode()}
-        elif label and label.group(2) in versions.labels:  # the label's version, by number
-            version = versions.labels[label.group(2)]
-            path = f"{label.group(1)}/versions/{version}{rest}"
-            scope = {**scope, "path": path, "raw_path": path.encode()}
-        elif label:
-            response = rest_app.JSONResponse(
-                {"error": f"Unrecognized servable version label: {label.group(2)}"}, status_code=400)
-            await response(scope, receive, send)
-            return
-        if versions not in self._apps:
-            self._apps[versions] = self._make_app(versions)
-        await self._apps[versions](scope, receive, send)
-
-
-def version_loader(enable_model_warmup=True, batching_parameters=None, prefer_tflite_model=False):
-    """The `ServedVersions` loader: a `ModelRunner` (its `model.tflite`'s with
-    `prefer_tflite_model`, `tflite_servable`), given a batcher when batching is on and warmed
-    up from its `assets.extra` before it is served."""
-    make_runner = tflite_servable.load_runner if prefer_tflite_model else ModelRunner
-
-    def load(model_dir, model_name, version, max_batch_size):
-        runner = make_runner(model_dir, model_name, version, max_batch_size)
-        if batching_parameters is not None:
-            runner.batcher = batching.Batcher(batching_parameters, runner.call)
-        if enable_model_warmup:
-            warmup.replay(runner)
-        return runner
-    return load
-
-
-def start_python_server(export_dir, model_name, port, host="127.0.0.1",
-                        max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-                        max_body_bytes=rest_app.DEFAULT_MAX_BODY_BYTES,
-                        request_timeout_secs=rest_app.DEFAULT_REQUEST_TIMEOUT_SECS,
-                        num_versions=versions_lib.DEFAULT_NUM_VERSIONS,
-                        poll_secs=versions_lib.DEFAULT_POLL_SECS, grpc_port=None,
-                        max_num_load_retries=versions_lib.DEFAULT_MAX_NUM_LOAD_RETRIES,
-                        load_retry_interval_secs=versions_lib.DEFAULT_LOAD_RETRY_INTERVAL_SECS,
-                        enable_model_warmup=True, batching_parameters=None,
-                        max_connections=DEFAULT_MAX_CONNECTIONS,
-                        header_timeout_secs=DEFAULT_HEADER_TIMEOUT_SECS,
-                        model_config_file=None, config_poll_secs=0,
-                        max_concurrent_model_calls=DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
-                        allow_version_labels_for_unavailable_models=False,
-                        grpc_channel_arguments="", grpc_socket_path=None, ssl_config_file=None,
-                        prefer_tflite_model=False):
-    """Loads the newest `num_versions` versions under `export_dir` (or the models of
-    `model_config_file`, TF Serving's ModelServerConfig, reread every `config_poll_secs`), serves
-    them over REST on host:`port` and over gRPC on host:`grpc_port` (None: no gRPC; 0 = any
-    free port) and watches for new versions; returns the `ModelServer` (`.grpc.port` the bound
-    gRPC port). At most `max_concurrent_model_calls` graph calls run at once (None: no limit),
-    the others wait their turn. Version labels of the config must name AVAILABLE versions
-    unless `allow_version_labels_for_unavailable_models`. A model that cannot be served raises
-    a `StartupError` naming the flag, model and versions. gRPC also listens on the Unix socket
-    `grpc_socket_path`, with TF Serving's `grpc_channel_arguments` ("key=value,...") and, given
-    `ssl_config_file` (a text-format SSLConfig), over TLS. `prefer_tflite_model` serves a
-    version's `model.tflite` instead of its saved_model.pb (TF Serving's flag). Flags that
-    cannot work (equal ports, a bad SSL config) are refused before any model loads."""
-    if grpc_port is not None and grpc_port != 0 and grpc_port == port:
-        raise StartupError(f"--port={grpc_port} and --rest_api_port={port}: the gRPC and REST "
-                           f"APIs need different ports")
-    channel_arguments = grpc_listen.channel_arguments(grpc_channel_arguments)
-    credentials = grpc_listen.server_credentials(ssl_config_file) if ssl_config_file else None
-    GRAPH_CALLS.set_limit(max_concurrent_model_calls)
+def start_python_server(options):
+    """Serves the models of `options` (a `ServerOptions`) over REST and, with a `grpc_port` or
+    `grpc_socket_path`, gRPC; returns the `ModelServer` (`.grpc.port` the bound gRPC port).
+    Options that cannot work (equal ports, bad gRPC channel arguments or SSL config) are
+    refused with a `StartupError` before any model loads."""
+    if options.grpc_port and options.grpc_port == options.rest_api_port:
+        raise StartupError(f"--port={options.grpc_port} and --rest_api_port="
+                           f"{options.rest_api_port}: the gRPC and REST APIs need different ports")
+    channel_arguments = grpc_listen.channel_arguments(options.grpc_channel_arguments)
+    credentials = (grpc_listen.server_credentials(options.ssl_config_file)
+                   if options.ssl_config_file else None)
+    GRAPH_CALLS.set_limit(options.max_concurrent_model_calls)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECS)  # the process is a server from here on
-    loader = version_loader(enable_model_warmup, batching_parameters, prefer_tflite_model)
-
-    def make_versions(name, base_path, policy=None, labels=None, retry_first_load=True):
-        return versions_lib.ServedVersions(
-            base_path, name, max_batch_size, num_versions, policy=policy, labels=labels,
-            max_num_load_retries=max_num_load_retries,
-            retry_interval_secs=load_retry_interval_secs, loader=loader,
-            retry_first_load=retry_first_load)
-
+    core = ServerCore(options)
     metrics = metrics_lib.RequestMetrics()
-    if model_config_file is None:
-        try:
-            lifecycle = make_versions(model_name, export_dir)
-        except ServingError as error:
-            raise StartupError(f"--model_base_path={export_dir}: {error}") from error
-        lifecycle.start_polling(poll_secs)
-        models = {model_name: lifecycle}
-        app = rest_app.RestApp(lifecycle, metrics, max_body_bytes, request_timeout_secs)
-    else:
-        try:
-            lifecycle = model_config.ConfiguredModels(
-                model_config_file, make_versions, poll_secs,
-                allow_version_labels_for_unavailable_models)
-        except ServingError as error:
-            raise StartupError(f"--model_config_file={model_config_file}: {error}") from error
-        lifecycle.start_polling(config_poll_secs)
-        models = lifecycle.models
-        app = ModelRouter(lifecycle, lambda versions: rest_app.RestApp(
-            versions, metrics, max_body_bytes, request_timeout_secs))
     grpc = None
     try:
-        if grpc_port is not None or grpc_socket_path is not None:
-            configured = lifecycle if model_config_file is not None else None
-            grpc = grpc_server.GrpcServer(models, host, grpc_port, metrics, configured,
+        if options.grpc_port is not None or options.grpc_socket_path is not None:
+            grpc = grpc_server.GrpcServer(core, options.host, options.grpc_port, metrics,
                                           channel_arguments=channel_arguments,
-                                          socket_path=grpc_socket_path, credentials=credentials)
-        rest = RestServer(app, host, port, request_timeout_secs, max_connections,
-                          header_timeout_secs)
-        return ModelServer(lifecycle, rest, grpc)
+                                          socket_path=options.grpc_socket_path,
+                                          credentials=credentials)
+        app = rest_app.RestApp(core, metrics, options.max_body_bytes,
+                               options.request_timeout_secs)
+        return ModelServer(core, RestServer(app, options), grpc,
+                           options.shutdown_grace_period_secs)
     except Exception:  # nothing keeps running behind a server that did not start
-        lifecycle.stop_polling()
+        core.stop()
         if grpc is not None:
             grpc.stop(0).wait()
         raise

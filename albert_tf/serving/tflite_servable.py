@@ -46,10 +46,11 @@ class TfliteSignature:
 class TfliteRunner(ModelRunner):
     """A `ModelRunner` over `<model_dir>/model.tflite` instead of its saved_model.pb."""
 
-    def __init__(self, model_dir, model_name, version, max_batch_size):  # not the SavedModel load
+    def __init__(self, model_dir, model_name, version, max_batch_size,
+                 batching_parameters=None):  # not the SavedModel load
         self.model_dir, self.model_name, self.version = model_dir, model_name, version
         self.max_batch_size = max_batch_size
-        self.batcher = None
+        self._batcher = self._make_batcher(batching_parameters)
         path = os.path.join(model_dir, TFLITE_FILE)
         interpreter = tf.lite.Interpreter(model_path=path, num_threads=os.cpu_count() or 1)
         lock = threading.Lock()
@@ -69,11 +70,11 @@ class TfliteRunner(ModelRunner):
                      path, ", ".join(sorted(self.signatures)))
 
 
-def load_runner(model_dir, model_name, version, max_batch_size):
+def load_runner(model_dir, model_name, version, max_batch_size, batching_parameters=None):
     """The runner TF Serving's --prefer_tflite_model picks: the TFLite file when the version
     has one, else the SavedModel."""
     if tf.io.gfile.exists(os.path.join(model_dir, TFLITE_FILE)):
-        return TfliteRunner(model_dir, model_name, version, max_batch_size)
+        return TfliteRunner(model_dir, model_name, version, max_batch_size, batching_parameters)
     logging.warning("--prefer_tflite_model: %s has no %s; serving its saved_model.pb, as TF "
                     "Serving does", model_dir, TFLITE_FILE)
-    return ModelRunner(model_dir, model_name, version, max_batch_size)
+    return ModelRunner(model_dir, model_name, version, max_batch_size, batching_parameters)

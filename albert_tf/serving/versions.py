@@ -79,10 +79,6 @@ class VersionPolicy:
         return [version for version in candidates if version in self.versions]
 
 
-def default_loader(model_dir, model_name, version, max_batch_size):
-    return ModelRunner(model_dir, model_name, version, max_batch_size)
-
-
 class ServedVersions:
     """The versions of `export_dir` chosen by `policy`, each a runner made by `loader`
     (model_dir, model_name, version, max_batch_size), which also warms it up.
@@ -98,7 +94,7 @@ class ServedVersions:
     def __init__(self, export_dir, model_name, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
                  num_versions=DEFAULT_NUM_VERSIONS, policy=None, labels=None,
                  max_num_load_retries=DEFAULT_MAX_NUM_LOAD_RETRIES,
-                 retry_interval_secs=DEFAULT_LOAD_RETRY_INTERVAL_SECS, loader=default_loader,
+                 retry_interval_secs=DEFAULT_LOAD_RETRY_INTERVAL_SECS, loader=ModelRunner,
                  retry_first_load=True):
         self.export_dir, self.model_name = export_dir, model_name
         self.max_batch_size = max_batch_size
@@ -205,24 +201,11 @@ class ServedVersions:
         self._stop.set()
 
     def get(self, version=None):
-        """The runner of `version`, or of the highest loaded version; 404 as TF Serving says it."""
+        """The runner of `version`, or of the highest loaded version; None if not loaded."""
         with self._lock:
             if version is None:
-                if self._runners:
-                    return self._runners[max(self._runners)]
-                raise ServingError(f"Servable not found for request: Latest({self.model_name})",
-                                   status=404)
-            if version in self._runners:
-                return self._runners[version]
-        raise ServingError(f"Servable not found for request: Specific({self.model_name}, "
-                           f"{version})", status=404)
-
-    def get_label(self, label):
-        """The runner a version label points to (INVALID_ARGUMENT for an unknown label, as TF
-        Serving answers)."""
-        if label not in self.labels:
-            raise ServingError(f"Unrecognized servable version label: {label}")
-        return self.get(self.labels[label])
+                return self._runners[max(self._runners)] if self._runners else None
+            return self._runners.get(version)
 
     def available(self):
         """The versions being served."""
@@ -237,24 +220,16 @@ class ServedVersions:
             self._ended.update(self._runners)
             self._runners.clear()
 
-    def status(self, version=None):
-        """TF Serving's GetModelStatus JSON for all versions, or for `version` (NOT_FOUND with
-        its text if unknown): LOADING while a load (or its retries) runs, AVAILABLE, END once
-        unloaded, or END with the error of a load that never succeeded."""
+    def status(self):
+        """TF Serving's GetModelStatus JSON of every version: LOADING while a load (or its
+        retries) runs, AVAILABLE, END once unloaded, or END with the error of a load that never
+        succeeded."""
         with self._lock:
             states = {number: ("END", "OK", "") for number in self._ended}
             states.update({number: ("LOADING", "OK", "") for number in self._loading})
             states.update({number: ("AVAILABLE", "OK", "") for number in self._runners})
             states.update({number: ("END", "UNKNOWN", message)
                            for number, message in self._failures.items()})
-        if version is not None:
-            if version not in states:
-                raise ServingError(f"Could not find version {version} of model "
-                                   f"{self.model_name}", code=Code.NOT_FOUND)
-            states = {version: states[version]}
-        if not states:
-            raise ServingError(f"Could not find any versions of model {self.model_name}",
-                               code=Code.NOT_FOUND)
         return {"model_version_status": [
             {"version": str(number), "state": state,
              "status": {"error_code": code, "error_message": message}}

@@ -21,19 +21,17 @@ class WarmupError(errors.UserInputError):
     Not retried: the model itself loaded, and its recorded requests fail the same way again."""
 
 
+_REPLAYED = {"predict_log": request_core.predict, "classify_log": request_core.classify,
+             "regress_log": request_core.regress,
+             "multi_inference_log": request_core.multi_inference}
+
+
 def _replay_one(runner, log):
     kind = log.WhichOneof("log_type")
-    if kind == "predict_log":
-        request_core.predict(runner, log.predict_log.request)
-    elif kind == "classify_log":
-        request_core.classify(runner, log.classify_log.request)
-    elif kind == "regress_log":
-        request_core.regress(runner, log.regress_log.request)
-    elif kind == "multi_inference_log":
-        request_core.multi_inference(runner, log.multi_inference_log.request)
-    else:
+    if kind not in _REPLAYED:
         raise ValueError(f"warm-up record of unsupported kind {kind!r} (predict, classify, "
                          f"regress and multi_inference logs are replayed)")
+    _REPLAYED[kind](runner, getattr(log, kind).request)
 
 
 def replay(runner):
