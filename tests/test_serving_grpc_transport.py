@@ -56,6 +56,28 @@ def test_good_grpc_channel_args(base):
                                     grpc_channel_arguments="grpc.foo")
 
 
+def test_a_users_channel_argument_wins_over_the_servers_default(base):
+    """A receive limit smaller than the request refuses it, as the same argument does in TF
+    Serving (the server's own 64 MiB limit must not win); the default still lets it through."""
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "default"
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto([2.0] * 400, tf.float32))  # 1.6 kB
+    for arguments, refused in (("grpc.max_receive_message_length=300", True), ("", False)):
+        server = serving.start_python_server(base, "default", port=0, grpc_port=0,
+                                             grpc_channel_arguments=arguments)
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}") as channel:
+                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+                if refused:
+                    with pytest.raises(grpc.RpcError) as error:
+                        stub.Predict(request, timeout=30)
+                    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                else:
+                    assert len(tf.make_ndarray(stub.Predict(request, timeout=30).outputs["y"])) == 400
+        finally:
+            server.shutdown()
+
+
 def test_predict_uds(base, tmp_path):
     """tensorflow_model_server_test.py testPredictUDS: the same API on a Unix socket."""
     socket_path = str(tmp_path / "tf-serving.sock")

@@ -138,3 +138,21 @@ def test_version_policies_and_labels(tmp_path):
     assert served.get_label("stable").version == 1 and served.get_label("canary").version == 3
     with pytest.raises(serving.ServingError, match="Unrecognized servable version label: beta"):
         served.get_label("beta")
+
+
+def test_a_folder_that_is_not_a_version_number_is_logged_once_as_skipped(tmp_path, caplog):
+    base = str(tmp_path)
+    write_version(base, 1)
+    for name in ("v4", "latest", "4a", "4.0"):
+        shutil.copytree(os.path.join(base, "1"), os.path.join(base, name))
+    os.makedirs(os.path.join(base, ".tmp-host-1-x"))  # an export being written: not reported
+    with open(os.path.join(base, "README"), "w") as writer:  # a file: not a folder
+        writer.write("models")
+    versions = serving.ServedVersions(base, "m")
+    versions.refresh()
+    versions.refresh()
+    skipped = [record.getMessage() for record in caplog.records if "not a version" in
+               record.getMessage()]
+    assert sorted(message.split(":")[0] for message in skipped) == sorted(
+        os.path.join(base, name) for name in ("v4", "latest", "4a", "4.0"))
+    assert versions.get().version == 1

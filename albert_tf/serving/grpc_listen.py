@@ -29,6 +29,21 @@ def channel_arguments(text):
     return arguments
 
 
+# The server's own channel arguments: requests and answers up to 64 MiB (grpcio's default
+# receive limit, 4 MiB, would refuse a batch of long sequences), a port held by another server
+# refused rather than shared.
+DEFAULT_OPTIONS = (("grpc.max_receive_message_length", 64 << 20),
+                   ("grpc.max_send_message_length", 64 << 20), ("grpc.so_reuseport", 0))
+
+
+def server_options(arguments):
+    """grpcio server options: the user's `arguments` ([(key, value)]), then the server's
+    defaults for the keys they do not set. grpcio applies the first setting of a key, so a
+    default listed first would silently win over `--grpc_channel_arguments`."""
+    given = {key for key, _ in arguments}
+    return [*arguments, *((key, value) for key, value in DEFAULT_OPTIONS if key not in given)]
+
+
 def server_credentials(ssl_config_file):
     """grpc.ServerCredentials of the SSLConfig in `ssl_config_file` (server.cc
     BuildServerCredentials): client_verify requires and verifies a client certificate."""
