@@ -6,6 +6,7 @@ import os
 import urllib.error
 import urllib.request
 
+from ai_edge_litert import interpreter as litert
 import grpc
 import keras
 import numpy as np
@@ -70,7 +71,7 @@ def test_the_export_writes_an_int8_model_and_ids_only_warmup(servers):
     version_dir, _ = servers
     path = os.path.join(version_dir, tflite.TFLITE_FILE)
     size = os.path.getsize(path)
-    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter = litert.Interpreter(model_path=path)
     assert list(interpreter.get_signature_list()) == ["ids"]
     weight_types = {detail["dtype"] for detail in interpreter.get_tensor_details()}
     assert np.int8 in weight_types  # quantized weights, not a float32 copy

@@ -5,18 +5,57 @@ As in TF Serving the version's signatures are the TFLite file's (TfLiteSession),
 TFLite signature runner; their SignatureDefs (metadata, method names) are the saved_model.pb's
 of the same name. A version without `model.tflite` is served from its saved_model.pb, again as
 TF Serving does, with a warning naming the file it looked for.
+
+The file is run by LiteRT's interpreter (`ai_edge_litert`, the maintained successor of
+`tf.lite.Interpreter`). A damaged file never reaches native code unchecked: built from a file
+path, the interpreter maps the file and reads it without verification (a `model.tflite` cut in
+half killed the process with SIGSEGV); built from the file's bytes, it runs the flatbuffer
+verifier first (`read_model`), so a truncated, empty, random or wrong-schema file fails the
+load of its version with a reason naming the file, like any other load failure.
 """
 
 import os
 import threading
 
 from absl import logging
+from ai_edge_litert import interpreter as litert
 import numpy as np
 import tensorflow as tf
 
 from albert_tf.export.tflite import TFLITE_FILE
 from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import ModelRunner, all_signature_defs, served
+
+
+TFLITE_IDENTIFIER = b"TFL3"  # the flatbuffer file identifier of TFLite's schema, bytes 4-8
+
+
+def read_model(path):
+    """The bytes of the TFLite model at `path`, refused with a ServingError naming it and the
+    cause when it cannot be read or is not a TFLite flatbuffer (the verifier's full check runs
+    when the interpreter is built from them, `_interpreter`)."""
+    try:
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            data = reader.read()
+    except tf.errors.OpError as error:
+        raise ServingError(f"{path}: cannot be read: {error.message}", status=500) from error
+    if not data:
+        raise ServingError(f"{path}: the file is empty, not a TFLite model", status=500)
+    if data[4:8] != TFLITE_IDENTIFIER:
+        raise ServingError(f"{path}: not a TFLite model: its file identifier (bytes 4-8) is "
+                           f"{data[4:8]!r}, a TFLite flatbuffer's is {TFLITE_IDENTIFIER!r} "
+                           f"({len(data)} bytes; damaged, or another kind of file)", status=500)
+    return data
+
+
+def _interpreter(path, data):
+    """LiteRT's interpreter of `data`, verified by TFLite's flatbuffer verifier; a truncated
+    or damaged file is refused naming `path`."""
+    try:
+        return litert.Interpreter(model_content=data, num_threads=os.cpu_count() or 1)
+    except (ValueError, RuntimeError, UnicodeDecodeError) as error:
+        raise ServingError(f"{path}: damaged or truncated TFLite model ({len(data)} bytes): "
+                           f"{error}", status=500) from error
 
 
 class TfliteSignature:
@@ -51,10 +90,14 @@ class TfliteRunner(ModelRunner):
         self.max_batch_size = max_batch_size
         self.batcher = None
         path = os.path.join(model_dir, TFLITE_FILE)
-        interpreter = tf.lite.Interpreter(model_path=path, num_threads=os.cpu_count() or 1)
+        interpreter = _interpreter(path, read_model(path))
         lock = threading.Lock()
-        self.signatures = {name: TfliteSignature(interpreter, name, lock)
-                           for name in interpreter.get_signature_list()}
+        try:
+            self.signatures = {name: TfliteSignature(interpreter, name, lock)
+                               for name in interpreter.get_signature_list()}
+        except (ValueError, RuntimeError) as error:  # tensors that cannot be allocated
+            raise ServingError(f"{path}: the TFLite model cannot be prepared: {error}",
+                               status=500) from error
         if not self.signatures:
             raise ServingError(f"{path}: the TFLite model has no signatures", status=500)
         saved = all_signature_defs(model_dir)
