@@ -200,3 +200,37 @@ def test_a_bad_ssl_config_is_refused_before_loading(tmp_path, text, message):
         serving.start_python_server(str(tmp_path / "never_read"), "default", port=0, grpc_port=0,
                                     ssl_config_file=str(path))
     assert str(error.value) == f"--ssl_config_file={path}: {message}"
+
+
+def _garbage(kind):
+    return f"-----BEGIN {kind}-----\nbm90IGEga2V5IG9yIGEgY2VydGlmaWNhdGU=\n-----END {kind}-----\n"
+
+
+@pytest.mark.parametrize("case, message", [
+    ("mismatched key", "server_key does not match server_cert (it is not the certificate's "
+                       "private key)"),
+    ("garbage key", "server_key is not an unencrypted PEM private key OpenSSL can read: "),
+    ("garbage certificate", "server_cert is not a PEM certificate OpenSSL can read: "),
+    ("garbage CA", "custom_ca is not a PEM certificate OpenSSL can read: "),
+    ("file name as key", "server_key is not PEM text (\"-----BEGIN ...\"); SSLConfig holds the "
+                         "PEM itself, not a file name: got '/etc/tls/server.key'"),
+])
+def test_bad_tls_material_is_named_before_loading(tmp_path, pki, case, message):
+    """gRPC itself takes any text and fails only when the port is bound, after the models
+    loaded, with "cannot listen" and the cause in its native log alone."""
+    key, certificate = pki["server"]
+    fields = {"server_key": key.decode(), "server_cert": certificate.decode(),
+              "custom_ca": pki["ca"].decode()}
+    fields.update({
+        "mismatched key": {"server_key": pki["stranger"][0].decode()},
+        "garbage key": {"server_key": _garbage("PRIVATE KEY")},
+        "garbage certificate": {"server_cert": _garbage("CERTIFICATE")},
+        "garbage CA": {"custom_ca": _garbage("CERTIFICATE")},
+        "file name as key": {"server_key": "/etc/tls/server.key"}}[case])
+    path = tmp_path / "ssl.config"
+    path.write_text("".join(f"{name}: {json.dumps(value)}\n" for name, value in fields.items()))
+    with pytest.raises(errors.UserInputError) as error:
+        serving.start_python_server(str(tmp_path / "never_read"), "default", port=0, grpc_port=0,
+                                    ssl_config_file=str(path))
+    assert str(error.value).startswith(f"--ssl_config_file={path}: {message}")
+    assert "\n" not in str(error.value)
