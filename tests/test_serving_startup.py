@@ -63,6 +63,13 @@ def test_a_missing_model_config_file_is_named(tmp_path):
                                     model_config_file=str(tmp_path / "none.config"))
 
 
+def test_a_model_config_file_that_is_a_directory_is_named(tmp_path):
+    with pytest.raises(errors.UserInputError) as error:
+        serving.start_python_server(None, None, port=0, model_config_file=str(tmp_path))
+    assert str(error.value) == (f"--model_config_file={tmp_path}: is a directory, not a "
+                                f"text-format ModelServerConfig file")
+
+
 def test_a_specific_policy_whose_versions_are_missing_names_them(tmp_path, base):
     config = tmp_path / "models.config"
     config.write_text(f'model_config_list {{ config {{ name: "m" base_path: "{base}" '

@@ -29,6 +29,9 @@ def read_config(path):
     ParseProtoTextFile, with protobuf's own error text)."""
     if not tf.io.gfile.exists(path):
         raise errors.MissingFileError(f"--model_config_file={path}: no such file")
+    if tf.io.gfile.isdir(path):
+        raise ModelConfigError(f"--model_config_file={path}: is a directory, not a text-format "
+                               f"ModelServerConfig file")
     try:
         with tf.io.gfile.GFile(path) as reader:
             return text_format.Parse(reader.read(), model_server_config_pb2.ModelServerConfig())
