@@ -5,6 +5,7 @@ can; version directories are read as TF Serving reads them (safe_strto64)."""
 import os
 import shutil
 import socket
+import tempfile
 import time
 
 import grpc
@@ -128,3 +129,68 @@ def test_serve_py_start_up_errors_are_one_line_and_exit_2(tmp_path):
     assert lines[-1].endswith("--port=8123 and --rest_api_port=8123: the gRPC and REST APIs "
                               "need different ports")
     assert "Traceback" not in result.stderr
+
+
+def _as_another_user(function):
+    """`type: message` of what `function()` raises ('' if nothing) in a forked child that has
+    dropped root (uid 65534), so that permissions apply: root, who runs the tests here, may
+    read every file. Run in-process when the tests do not run as root."""
+    if os.geteuid() != 0:
+        try:
+            function()
+        except Exception as error:
+            return f"{type(error).__name__}: {error}"
+        return ""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe and exits
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                function()
+                text = ""
+            except Exception as error:
+                text = f"{type(error).__name__}: {error}"
+            os.write(write, text.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as reader:
+        text = reader.read()
+    os.waitpid(child, 0)
+    return text
+
+
+@pytest.fixture
+def open_base():
+    """A base path with one version that any user may read (pytest's folders are root's only)."""
+    path = tempfile.mkdtemp(prefix="open_base")
+    os.chmod(path, 0o755)
+    write_version(path, 1)
+    yield path
+    for root, folders, _ in os.walk(path):
+        for folder in folders:
+            os.chmod(os.path.join(root, folder), 0o755)
+    shutil.rmtree(path)
+
+
+@pytest.mark.parametrize("unreadable, message", [
+    ("", "UserInputError: {base}: permission denied: this server's user (uid {uid}) may not "
+         "list the versions in it"),
+    ("1", "StartupError: --model_base_path={base}: 1 model(s) did not become available: "
+          "{{{{name: m version: 1}} due to error: PermissionError: {base}/1: permission denied: "
+          "this server's user (uid {uid}) may not read it}}"),
+    ("1/variables", "StartupError: --model_base_path={base}: 1 model(s) did not become "
+                    "available: {{{{name: m version: 1}} due to error: PermissionError: "
+                    "{base}/1/variables: permission denied: this server's user (uid {uid}) may "
+                    "not read it}}"),
+])
+def test_unreadable_model_folders_are_named(open_base, unreadable, message):
+    os.chmod(os.path.join(open_base, unreadable), 0)
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    assert _as_another_user(lambda: serving.start_python_server(
+        open_base, "m", port=0, max_num_load_retries=0)) == message.format(base=open_base,
+                                                                           uid=uid)

@@ -12,6 +12,7 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf import errors
+from albert_tf.serving import preload_checks
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
 from albert_tf.serving.warmup import WarmupError
@@ -46,13 +47,19 @@ def version_dirs(export_dir):
     beyond int64 is not a version (logged once, `_report_skipped`)."""
     if not tf.io.gfile.isdir(export_dir):
         raise errors.MissingFileError(f"{export_dir}: no such export directory")
+    if preload_checks.unreadable(export_dir):
+        raise errors.UserInputError(f"{export_dir}: permission denied: this server's user (uid "
+                                    f"{os.geteuid()}) may not list the versions in it")
     found = {}
     for name in sorted(tf.io.gfile.listdir(export_dir), reverse=True):  # "5" wins over "0005"
         name = name.rstrip("/")
         if not _is_version_name(name):
             _report_skipped(export_dir, name)
             continue
-        if tf.io.gfile.exists(os.path.join(export_dir, name, "saved_model.pb")):
+        folder = os.path.join(export_dir, name)
+        # An unreadable folder is a version whose load fails naming it, not no version at all.
+        if (tf.io.gfile.exists(os.path.join(folder, "saved_model.pb"))
+                or preload_checks.unreadable(folder)):
             found.setdefault(int(name), name)
     return found
 
@@ -154,9 +161,12 @@ class ServedVersions:
         for attempt in range(retries + 1):
             if attempt and self._stop.wait(self.retry_interval_secs):
                 return None
+            model_dir = os.path.join(self.export_dir, self._dirs[version])
             try:
-                return self._loader(os.path.join(self.export_dir, self._dirs[version]),
-                                    self.model_name, version, self.max_batch_size)
+                reason = preload_checks.unreadable_reason(model_dir)
+                if reason is not None:
+                    raise PermissionError(reason)
+                return self._loader(model_dir, self.model_name, version, self.max_batch_size)
             except Exception as error:  # reported by the status call; the others stay served
                 logging.warning("%s: version %d failed to load (attempt %d of %d): %s",
                                 self.export_dir, version, attempt + 1, retries + 1, error)
