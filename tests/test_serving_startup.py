@@ -3,7 +3,9 @@ names the port, file, model or version (exit 2 from serve.py), before a model lo
 can; version directories are read as TF Serving reads them (safe_strto64)."""
 
 import os
+import select
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -159,7 +161,10 @@ def _as_another_user(function):
             os._exit(0)
     os.close(write)
     with os.fdopen(read) as reader:
-        text = reader.read()
+        ready, _, _ = select.select([reader], [], [], 120)
+        text = reader.read() if ready else "the child did not answer within 120 s"
+    if not ready:
+        os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)
     return text
 
@@ -179,14 +184,14 @@ def open_base():
 
 @pytest.mark.parametrize("unreadable, message", [
     ("", "UserInputError: {base}: permission denied: this server's user (uid {uid}) may not "
-         "list the versions in it"),
+         "read the model base path"),
     ("1", "StartupError: --model_base_path={base}: 1 model(s) did not become available: "
           "{{{{name: m version: 1}} due to error: PermissionError: {base}/1: permission denied: "
-          "this server's user (uid {uid}) may not read it}}"),
+          "this server's user (uid {uid}) may not read the version's files}}"),
     ("1/variables", "StartupError: --model_base_path={base}: 1 model(s) did not become "
                     "available: {{{{name: m version: 1}} due to error: PermissionError: "
                     "{base}/1/variables: permission denied: this server's user (uid {uid}) may "
-                    "not read it}}"),
+                    "not read the version's files}}"),
 ])
 def test_unreadable_model_folders_are_named(open_base, unreadable, message):
     os.chmod(os.path.join(open_base, unreadable), 0)
@@ -194,3 +199,33 @@ def test_unreadable_model_folders_are_named(open_base, unreadable, message):
     assert _as_another_user(lambda: serving.start_python_server(
         open_base, "m", port=0, max_num_load_retries=0)) == message.format(base=open_base,
                                                                            uid=uid)
+
+
+def test_unreadable_start_up_files_are_named_before_any_model_loads(open_base):
+    """An unreadable --model_config_file or --ssl_config_file, or a config's second base path
+    that cannot be read: one line, before the first model loads."""
+    other = os.path.join(open_base, "other")
+    os.makedirs(other, mode=0o755)
+    config = os.path.join(open_base, "models.config")
+    with open(config, "w") as writer:
+        writer.write(f'model_config_list {{ config {{ name: "m" base_path: "{open_base}" }} '
+                     f'config {{ name: "other" base_path: "{other}" }} }}')
+    os.chmod(config, 0o644)
+    os.chmod(other, 0)
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    denied = f"permission denied: this server's user (uid {uid}) may not read the"
+    assert _as_another_user(lambda: serving.start_python_server(
+        None, None, port=0, model_config_file=config, max_num_load_retries=0)) == (
+        f"StartupError: --model_config_file={config}: {other}: {denied} base path of servable "
+        f"other")
+    os.chmod(config, 0)
+    assert _as_another_user(lambda: serving.start_python_server(
+        None, None, port=0, model_config_file=config)) == (
+        f"ModelConfigError: --model_config_file={config}: {config}: {denied} file")
+    ssl_config = os.path.join(open_base, "ssl.config")
+    with open(ssl_config, "w") as writer:
+        writer.write("server_key: 'k'")
+    os.chmod(ssl_config, 0)
+    assert _as_another_user(lambda: serving.start_python_server(
+        open_base, "m", port=0, grpc_port=0, ssl_config_file=ssl_config)) == (
+        f"UserInputError: --ssl_config_file={ssl_config}: {ssl_config}: {denied} file")

@@ -11,7 +11,7 @@ import grpc
 import tensorflow as tf
 
 from albert_tf import errors
-from albert_tf.serving import config_protos
+from albert_tf.serving import config_protos, preload_checks
 
 _INT32 = (-2 ** 31, 2 ** 31 - 1)
 
@@ -54,6 +54,9 @@ def server_credentials(ssl_config_file):
     where = f"--ssl_config_file={ssl_config_file}"
     if not tf.io.gfile.exists(ssl_config_file):
         raise errors.MissingFileError(f"{where}: no such file")
+    if preload_checks.unreadable(ssl_config_file):
+        raise errors.UserInputError(f"{where}: "
+                                    f"{preload_checks.permission_denied(ssl_config_file, 'file')}")
     with tf.io.gfile.GFile(ssl_config_file) as reader:
         text = reader.read()
     try:

@@ -35,6 +35,11 @@ def unreadable_reason(model_dir):
         candidates += [os.path.join(variables, name) for name in sorted(os.listdir(variables))]
     for path in candidates:
         if unreadable(path):
-            return (f"{path}: permission denied: this server's user (uid {os.geteuid()}) may "
-                    f"not read it")
+            return permission_denied(path, "version's files")
     return None
+
+
+def permission_denied(path, what):
+    """The one-line refusal of a `path` (`what` it is) this process's user may not read."""
+    return (f"{path}: permission denied: this server's user (uid {os.geteuid()}) may not read "
+            f"the {what}")

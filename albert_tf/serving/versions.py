@@ -48,8 +48,8 @@ def version_dirs(export_dir):
     if not tf.io.gfile.isdir(export_dir):
         raise errors.MissingFileError(f"{export_dir}: no such export directory")
     if preload_checks.unreadable(export_dir):
-        raise errors.UserInputError(f"{export_dir}: permission denied: this server's user (uid "
-                                    f"{os.geteuid()}) may not list the versions in it")
+        raise errors.UserInputError(preload_checks.permission_denied(export_dir,
+                                                                     "model base path"))
     found = {}
     for name in sorted(tf.io.gfile.listdir(export_dir), reverse=True):  # "5" wins over "0005"
         name = name.rstrip("/")
