@@ -30,8 +30,8 @@ INPUT_LIMITS_FILE = "model_tflite_inputs.json"
 
 
 def albert_id_limits(config, names=("input_ids", "input_mask", "segment_ids")):
-    """The input limits of a signature taking ALBERT's id inputs `names` ([B, S] each): one
-    shape, S within the position table, ids within the vocabulary, segment ids within
+    """The input limits of a signature taking ALBERT's id inputs `names` ([B, S] each, RACE's
+    [B, choices, S]): one shape, S within the position table, ids within the vocabulary, segment ids within
     type_vocab_size."""
     ranges = {"input_ids": [0, config.vocab_size, "vocab_size"],
               "segment_ids": [0, config.type_vocab_size, "type_vocab_size"]}

@@ -69,10 +69,10 @@ def check_inputs(limits, tensors):
             raise ServingError(f"input '{name}': shape {tensors[name].shape.as_list()} differs "
                                f"from input '{same[0]}''s {tensors[same[0]].shape.as_list()}; "
                                f"they must be equal")
-    for name, tensor in tensors.items():
-        if name in same and tensor.shape.rank == 2 and tensor.shape[1] > limits["max_length"]:
-            raise ServingError(f"input '{name}': a sequence of {tensor.shape[1]} tokens is longer "
-                               f"than the model's {limits['max_length']} positions "
+    for name, tensor in tensors.items():  # [B, S], or RACE's [B, choices, S]
+        if name in same and tensor.shape.rank >= 2 and tensor.shape[-1] > limits["max_length"]:
+            raise ServingError(f"input '{name}': a sequence of {tensor.shape[-1]} tokens is "
+                               f"longer than the model's {limits['max_length']} positions "
                                f"(max_position_embeddings)")
     for name, (low, high, what) in limits.get("ranges", {}).items():
         values = tensors[name].numpy() if name in tensors else np.zeros([0])
