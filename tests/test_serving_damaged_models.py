@@ -12,8 +12,10 @@ import sys
 import threading
 import time
 import urllib.request
+import warnings
 
 import flatbuffers
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -151,3 +153,13 @@ def test_damaged_new_versions_never_take_the_server_down(good_version, tmp_path)
         stop.set()
         process.terminate()
         process.wait(60)
+
+
+def test_a_good_model_tflite_loads_on_litert_without_a_deprecation_warning(good_version):
+    """tf.lite.Interpreter warned at every --prefer_tflite_model start that it is deprecated
+    (naming TF 2.20 under 2.21); LiteRT's interpreter is its maintained successor."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner = tflite_servable.TfliteRunner(good_version, "m", 1, 8)
+    assert not [warning for warning in caught if "deprecat" in str(warning.message).lower()]
+    assert runner.run("ids", {"ids": np.array([[1, 2, 3]], np.int32)})["total"].tolist() == [6]
