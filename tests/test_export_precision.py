@@ -5,6 +5,7 @@ the float32 export."""
 import os
 import types
 
+from ai_edge_litert import interpreter as litert
 import keras
 import numpy as np
 import pytest
@@ -112,9 +113,25 @@ def test_race_int8_export_answers_as_its_float32_savedmodel(tmp_path):
     answer = runner.run("serving_default", columns)["probabilities"]
     assert np.ptp(reference) > 0.05, np.ptp(reference)  # five times the tolerance
     np.testing.assert_allclose(answer, reference, atol=0.01)
+    _assert_bad_ids_named(runner, columns)
     with pytest.raises(ValueError, match="for RACE"):
         race_export.export_from_checkpoint(job, prefix, str(tmp_path / "x"),
                                            export_precision="bfloat16")
+
+
+def _assert_bad_ids_named(runner, columns):
+    """The int8 runner refuses what the SavedModel's asserts refuse, naming the input (brown
+    config: type_vocab_size 2, 64 positions)."""
+    from albert_tf import serving
+    segments = columns["segment_ids"].copy()
+    segments[..., 1] = 7
+    with pytest.raises(serving.ServingError, match=r"^input 'segment_ids': values must be in "
+                       r"\[0, 2\) \(type_vocab_size\); got 7"):
+        runner.run("serving_default", {**columns, "segment_ids": segments})
+    long = {name: np.concatenate([value] * 3, axis=-1) for name, value in columns.items()}
+    with pytest.raises(serving.ServingError, match=r"^input '\w+': a sequence of \d+ tokens is "
+                       r"longer than the model's 64 positions"):
+        runner.run("serving_default", long)
 
 
 # Random-weight SQuAD heads 20 times larger spread the logits over ~10 (v1) and the top
@@ -183,7 +200,7 @@ def test_squad_int8_export_answers_as_its_float32_savedmodel(tmp_path, version_2
     paths = _squad_export(tmp_path, version_2, "int8")
     model_dir = paths["saved_model"]
     assert os.path.basename(paths["tflite"]) == squad_export.TFLITE_NAME
-    interpreter = tf.lite.Interpreter(model_path=os.path.join(model_dir, tflite.TFLITE_FILE))
+    interpreter = litert.Interpreter(model_path=os.path.join(model_dir, tflite.TFLITE_FILE))
     assert list(interpreter.get_signature_list()) == ["serving_default"]
     columns = _squad_inputs()
     reference = {key: value.numpy() for key, value in tf.saved_model.load(model_dir).signatures[
@@ -192,6 +209,7 @@ def test_squad_int8_export_answers_as_its_float32_savedmodel(tmp_path, version_2
     assert isinstance(runner, tflite_servable.TfliteRunner)
     answer = runner.run("serving_default", columns)
     assert set(answer) == set(reference)
+    _assert_bad_ids_named(runner, columns)
     # v2's end beams belong to the start beam's positions: compared where those agree.
     rows = (np.all(answer["start_top_index"] == reference["start_top_index"], 1) if version_2
             else np.ones(len(columns["input_ids"]), bool))

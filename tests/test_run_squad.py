@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from ai_edge_litert import interpreter as litert
 import keras
 import numpy as np
 import pytest
@@ -127,7 +128,7 @@ def check_exports(files, output_dir, version_2, batch):
     assert set(served) == set(expected)
     for name, value in expected.items():
         np.testing.assert_allclose(served[name].numpy(), value, atol=1e-4, err_msg=name)
-    interpreter = tf.lite.Interpreter(
+    interpreter = litert.Interpreter(
         model_path=os.path.join(output_dir, "export", "albert_model.tflite"))
     runner = interpreter.get_signature_runner()
     for row in range(3):

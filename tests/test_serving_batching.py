@@ -64,8 +64,20 @@ def test_batching_parameters_file_is_read_by_protobufs_text_format_parser():
             'batching.txt: Error parsing text-format tensorflow.serving.BatchingParameters: 2:1 : '
             'Message type "tensorflow.serving.BatchingParameters" has no field named "max_batch".')):
         BatchingParameters.parse("\nmax_batch { value: 3 }", "batching.txt")
-    with pytest.raises(ValueError, match="must equal max_batch_size"):
+    with pytest.raises(ValueError, match=re.escape(
+            "Last entry in allowed_batch_sizes must match max_batch_size; last entry was 16; "
+            "expected 32")):
         BatchingParameters.parse("max_batch_size { value: 32 } allowed_batch_sizes: 16")
+
+
+@pytest.mark.parametrize("sizes", ["[16, 8, 16]", "[8, 8, 16]"])
+def test_allowed_batch_sizes_must_increase_strictly(sizes):
+    """TF Serving's batching_session.cc refuses an unsorted or repeated list (its text)."""
+    with pytest.raises(ValueError, match=re.escape(
+            f"b.txt: allowed_batch_sizes entries must be monotonically increasing; was "
+            f"{sizes}")):
+        BatchingParameters.parse(f"max_batch_size {{ value: 16 }} allowed_batch_sizes: {sizes}",
+                                 "b.txt")
 
 
 @pytest.mark.parametrize("text, message", [

@@ -57,6 +57,28 @@ def test_good_grpc_channel_args(base):
             grpc_channel_arguments="grpc.foo"))
 
 
+def test_a_users_channel_argument_wins_over_the_servers_default(base):
+    """A receive limit smaller than the request refuses it, as the same argument does in TF
+    Serving (the server's own 64 MiB limit must not win); the default still lets it through."""
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "default"
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto([2.0] * 400, tf.float32))  # 1.6 kB
+    for arguments, refused in (("grpc.max_receive_message_length=300", True), ("", False)):
+        server = serving.start_python_server(base, "default", port=0, grpc_port=0,
+                                             grpc_channel_arguments=arguments)
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}") as channel:
+                stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+                if refused:
+                    with pytest.raises(grpc.RpcError) as error:
+                        stub.Predict(request, timeout=30)
+                    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                else:
+                    assert len(tf.make_ndarray(stub.Predict(request, timeout=30).outputs["y"])) == 400
+        finally:
+            server.shutdown()
+
+
 def test_predict_uds(base, tmp_path):
     """tensorflow_model_server_test.py testPredictUDS: the same API on a Unix socket."""
     socket_path = str(tmp_path / "tf-serving.sock")
@@ -182,3 +204,37 @@ def test_a_bad_ssl_config_is_refused_before_loading(tmp_path, text, message):
             model_base_path=str(tmp_path / "never_read"), model_name="default", rest_api_port=0,
             grpc_port=0, ssl_config_file=str(path)))
     assert str(error.value) == f"--ssl_config_file={path}: {message}"
+
+
+def _garbage(kind):
+    return f"-----BEGIN {kind}-----\nbm90IGEga2V5IG9yIGEgY2VydGlmaWNhdGU=\n-----END {kind}-----\n"
+
+
+@pytest.mark.parametrize("case, message", [
+    ("mismatched key", "server_key does not match server_cert (it is not the certificate's "
+                       "private key)"),
+    ("garbage key", "server_key is not an unencrypted PEM private key OpenSSL can read: "),
+    ("garbage certificate", "server_cert is not a PEM certificate OpenSSL can read: "),
+    ("garbage CA", "custom_ca is not a PEM certificate OpenSSL can read: "),
+    ("file name as key", "server_key is not PEM text (\"-----BEGIN ...\"); SSLConfig holds the "
+                         "PEM itself, not a file name: got '/etc/tls/server.key'"),
+])
+def test_bad_tls_material_is_named_before_loading(tmp_path, pki, case, message):
+    """gRPC itself takes any text and fails only when the port is bound, after the models
+    loaded, with "cannot listen" and the cause in its native log alone."""
+    key, certificate = pki["server"]
+    fields = {"server_key": key.decode(), "server_cert": certificate.decode(),
+              "custom_ca": pki["ca"].decode()}
+    fields.update({
+        "mismatched key": {"server_key": pki["stranger"][0].decode()},
+        "garbage key": {"server_key": _garbage("PRIVATE KEY")},
+        "garbage certificate": {"server_cert": _garbage("CERTIFICATE")},
+        "garbage CA": {"custom_ca": _garbage("CERTIFICATE")},
+        "file name as key": {"server_key": "/etc/tls/server.key"}}[case])
+    path = tmp_path / "ssl.config"
+    path.write_text("".join(f"{name}: {json.dumps(value)}\n" for name, value in fields.items()))
+    with pytest.raises(errors.UserInputError) as error:
+        serving.start_python_server(str(tmp_path / "never_read"), "default", port=0, grpc_port=0,
+                                    ssl_config_file=str(path))
+    assert str(error.value).startswith(f"--ssl_config_file={path}: {message}")
+    assert "\n" not in str(error.value)

@@ -135,3 +135,21 @@ def test_version_policies_and_labels(tmp_path):
     assert [e["version"] for e in served.status()["model_version_status"]] == ["3", "1"]
     assert served.labels == {"stable": 1, "canary": 3}
     assert served.get(1).version == 1 and served.get(3).version == 3 and served.get(2) is None
+
+
+def test_a_folder_that_is_not_a_version_number_is_logged_once_as_skipped(tmp_path, caplog):
+    base = str(tmp_path)
+    write_version(base, 1)
+    for name in ("v4", "latest", "4a", "4.0"):
+        shutil.copytree(os.path.join(base, "1"), os.path.join(base, name))
+    os.makedirs(os.path.join(base, ".tmp-host-1-x"))  # an export being written: not reported
+    with open(os.path.join(base, "README"), "w") as writer:  # a file: not a folder
+        writer.write("models")
+    versions = serving.ServedVersions(base, "m")
+    versions.refresh()
+    versions.refresh()
+    skipped = [record.getMessage() for record in caplog.records if "not a version" in
+               record.getMessage()]
+    assert sorted(message.split(":")[0] for message in skipped) == sorted(
+        os.path.join(base, name) for name in ("v4", "latest", "4a", "4.0"))
+    assert versions.get().version == 1

@@ -3,8 +3,11 @@ names the port, file, model or version (exit 2 from serve.py), before a model lo
 can; version directories are read as TF Serving reads them (safe_strto64)."""
 
 import os
+import select
 import shutil
+import signal
 import socket
+import tempfile
 import time
 
 import grpc
@@ -65,6 +68,13 @@ def test_a_missing_model_config_file_is_named(tmp_path):
                        match=rf"^--model_config_file={tmp_path}/none.config: no such file$"):
         serving.start_python_server(serving.ServerOptions(
             rest_api_port=0, model_config_file=str(tmp_path / "none.config")))
+
+
+def test_a_model_config_file_that_is_a_directory_is_named(tmp_path):
+    with pytest.raises(errors.UserInputError) as error:
+        serving.start_python_server(None, None, port=0, model_config_file=str(tmp_path))
+    assert str(error.value) == (f"--model_config_file={tmp_path}: is a directory, not a "
+                                f"text-format ModelServerConfig file")
 
 
 def test_a_specific_policy_whose_versions_are_missing_names_them(tmp_path, base):
@@ -128,3 +138,101 @@ def test_serve_py_start_up_errors_are_one_line_and_exit_2(tmp_path):
     assert lines[-1].endswith("--port=8123 and --rest_api_port=8123: the gRPC and REST APIs "
                               "need different ports")
     assert "Traceback" not in result.stderr
+
+
+def _as_another_user(function):
+    """`type: message` of what `function()` raises ('' if nothing) in a forked child that has
+    dropped root (uid 65534), so that permissions apply: root, who runs the tests here, may
+    read every file. Run in-process when the tests do not run as root."""
+    if os.geteuid() != 0:
+        try:
+            function()
+        except Exception as error:
+            return f"{type(error).__name__}: {error}"
+        return ""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe and exits
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                function()
+                text = ""
+            except Exception as error:
+                text = f"{type(error).__name__}: {error}"
+            os.write(write, text.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as reader:
+        ready, _, _ = select.select([reader], [], [], 120)
+        text = reader.read() if ready else "the child did not answer within 120 s"
+    if not ready:
+        os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    return text
+
+
+@pytest.fixture
+def open_base():
+    """A base path with one version that any user may read (pytest's folders are root's only)."""
+    path = tempfile.mkdtemp(prefix="open_base")
+    os.chmod(path, 0o755)
+    write_version(path, 1)
+    yield path
+    for root, folders, _ in os.walk(path):
+        for folder in folders:
+            os.chmod(os.path.join(root, folder), 0o755)
+    shutil.rmtree(path)
+
+
+@pytest.mark.parametrize("unreadable, message", [
+    ("", "UserInputError: {base}: permission denied: this server's user (uid {uid}) may not "
+         "read the model base path"),
+    ("1", "StartupError: --model_base_path={base}: 1 model(s) did not become available: "
+          "{{{{name: m version: 1}} due to error: PermissionError: {base}/1: permission denied: "
+          "this server's user (uid {uid}) may not read the version's files}}"),
+    ("1/variables", "StartupError: --model_base_path={base}: 1 model(s) did not become "
+                    "available: {{{{name: m version: 1}} due to error: PermissionError: "
+                    "{base}/1/variables: permission denied: this server's user (uid {uid}) may "
+                    "not read the version's files}}"),
+])
+def test_unreadable_model_folders_are_named(open_base, unreadable, message):
+    os.chmod(os.path.join(open_base, unreadable), 0)
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    assert _as_another_user(lambda: serving.start_python_server(
+        open_base, "m", port=0, max_num_load_retries=0)) == message.format(base=open_base,
+                                                                           uid=uid)
+
+
+def test_unreadable_start_up_files_are_named_before_any_model_loads(open_base):
+    """An unreadable --model_config_file or --ssl_config_file, or a config's second base path
+    that cannot be read: one line, before the first model loads."""
+    other = os.path.join(open_base, "other")
+    os.makedirs(other, mode=0o755)
+    config = os.path.join(open_base, "models.config")
+    with open(config, "w") as writer:
+        writer.write(f'model_config_list {{ config {{ name: "m" base_path: "{open_base}" }} '
+                     f'config {{ name: "other" base_path: "{other}" }} }}')
+    os.chmod(config, 0o644)
+    os.chmod(other, 0)
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    denied = f"permission denied: this server's user (uid {uid}) may not read the"
+    assert _as_another_user(lambda: serving.start_python_server(
+        None, None, port=0, model_config_file=config, max_num_load_retries=0)) == (
+        f"StartupError: --model_config_file={config}: {other}: {denied} base path of servable "
+        f"other")
+    os.chmod(config, 0)
+    assert _as_another_user(lambda: serving.start_python_server(
+        None, None, port=0, model_config_file=config)) == (
+        f"ModelConfigError: --model_config_file={config}: {config}: {denied} file")
+    ssl_config = os.path.join(open_base, "ssl.config")
+    with open(ssl_config, "w") as writer:
+        writer.write("server_key: 'k'")
+    os.chmod(ssl_config, 0)
+    assert _as_another_user(lambda: serving.start_python_server(
+        open_base, "m", port=0, grpc_port=0, ssl_config_file=ssl_config)) == (
+        f"UserInputError: --ssl_config_file={ssl_config}: {ssl_config}: {denied} file")

@@ -3,9 +3,12 @@ over REST and gRPC with answers close to the float32 SavedModel's of the same ve
 
 import json
 import os
+import re
+import threading
 import urllib.error
 import urllib.request
 
+from ai_edge_litert import interpreter as litert
 import grpc
 import keras
 import numpy as np
@@ -16,6 +19,7 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from albert_tf import serving
 from albert_tf.export import classifier as classifier_export
 from albert_tf.export import tflite
+from albert_tf.serving import tflite_servable
 from tests.serving_fixtures import tiny_classifier_signatures
 from tests.serving_toy_model import write_version
 
@@ -71,7 +75,7 @@ def test_the_export_writes_an_int8_model_and_ids_only_warmup(servers):
     version_dir, _ = servers
     path = os.path.join(version_dir, tflite.TFLITE_FILE)
     size = os.path.getsize(path)
-    interpreter = tf.lite.Interpreter(model_path=path)
+    interpreter = litert.Interpreter(model_path=path)
     assert list(interpreter.get_signature_list()) == ["ids"]
     weight_types = {detail["dtype"] for detail in interpreter.get_tensor_details()}
     assert np.int8 in weight_types  # quantized weights, not a float32 copy
@@ -122,10 +126,90 @@ def test_the_tflite_version_has_the_tflite_signatures_and_refuses_bad_ids(server
         _rest(started["int8"], ":predict", {"signature_name": "serving_default",
                                             "instances": ["x"]})
     assert error.value.code == 400 and "not found" in json.loads(error.value.read())["error"]
+
+
+def _ids_inputs(ids, mask=None, segments=None):
+    return {"input_ids": ids, "input_mask": mask or [[1] * len(row) for row in ids],
+            "segment_ids": segments or [[0] * len(row) for row in ids]}
+
+
+# The tiny model: vocab_size 4000, type_vocab_size 2, 64 positions.
+BAD_INPUTS = {
+    "segment id 7": (_ids_inputs([[2, 5, 3]], segments=[[0, 7, 0]]),
+                     "input 'segment_ids': values must be in [0, 2) (type_vocab_size); got 7"),
+    "id outside the vocabulary": (_ids_inputs([[2, 99999, 3]]),
+                                  "input 'input_ids': values must be in [0, 4000) (vocab_size); "
+                                  "got 99999"),
+    "negative id": (_ids_inputs([[2, -1, 3]]),
+                    "input 'input_ids': values must be in [0, 4000) (vocab_size); got -1"),
+    "70 tokens": (_ids_inputs([[5] * 70]), "input 'input_ids': a sequence of 70 tokens is "
+                                           "longer than the model's 64 positions "
+                                           "(max_position_embeddings)"),
+    "longer input_mask": (_ids_inputs([[2, 5, 3]], mask=[[1, 1, 1, 1]]),
+                          "input 'input_mask': shape [1, 4] differs from input 'input_ids''s "
+                          "[1, 3]; they must be equal"),
+}
+
+
+# The request core adds what the signature takes to an input's error.
+TAKES = ' [signature "ids" takes inputs: input_ids (DT_INT32), input_mask (DT_INT32), segment_ids (DT_INT32)]'
+
+
+def _refusal(server, inputs):
     with pytest.raises(urllib.error.HTTPError) as error:
-        _rest(started["int8"], ":predict", {"signature_name": "ids", "inputs": {
-            "input_ids": [[2, 99999, 3]], "input_mask": [[1, 1, 1]], "segment_ids": [[0, 0, 0]]}})
-    assert error.value.code == 400 and "TFLite" in json.loads(error.value.read())["error"]
+        _rest(server, ":predict", {"signature_name": "ids", "inputs": inputs})
+    return error.value.code, json.loads(error.value.read())["error"]
+
+
+def test_bad_int8_inputs_are_refused_naming_the_input(servers):
+    """As the float32 SavedModel refuses them (its in-graph asserts), each refusal alone: the
+    interpreter's error reporter keeps every message, none may reach a later answer."""
+    _, started = servers
+    for name, (inputs, message) in list(BAD_INPUTS.items()) * 2:
+        assert _refusal(started["int8"], inputs) == (400, message + TAKES), name
+        assert _refusal(started["float32"], inputs)[0] == 400, name
+
+
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+def test_empty_sequences_are_refused_naming_the_input_over_rest_and_grpc(servers, precision):
+    _, started = servers
+    message = (r"input '(input_ids|input_mask|segment_ids)': empty sequences \(shape \[1, 0\]\); "
+               r"each row needs at least one element")
+    code, text = _refusal(started[precision], _ids_inputs([[]], [[]], [[]]))
+    assert code == 400 and re.fullmatch(message + re.escape(TAKES), text)
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name, request.model_spec.signature_name = "albert", "ids"
+    for name in ("input_ids", "input_mask", "segment_ids"):
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(np.zeros([1, 0], np.int32)))
+    with grpc.insecure_channel(f"127.0.0.1:{started[precision].grpc.port}") as channel:
+        with pytest.raises(grpc.RpcError) as error:
+            prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request, timeout=60)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert re.fullmatch(message, error.value.details())
+
+
+def test_an_interpreter_error_carries_no_earlier_message():
+    """TFLite's error reporter keeps every message: the second error must be its own only."""
+    class Lookup(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = tf.Variable(np.ones([10, 4], np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.int32, name="ids")])
+        def lookup(self, ids):
+            return {"rows": tf.gather(self.table, ids)}
+    module = Lookup()
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [module.lookup.get_concrete_function()], module)
+    interpreter = litert.Interpreter(model_content=converter.convert())
+    (name,) = interpreter.get_signature_list()
+    signature = tflite_servable.TfliteSignature(interpreter, name, threading.Lock())
+    messages = []
+    for ids in ([1, 50], [60, 2]):
+        with pytest.raises(tf.errors.InvalidArgumentError) as error:
+            signature(ids=tf.constant(ids, tf.int32))
+        messages.append(error.value.message)
+    assert messages[0] == messages[1] and messages[0].count("out of bounds") == 1
 
 
 def test_a_version_without_model_tflite_is_served_from_its_saved_model(tmp_path, caplog):

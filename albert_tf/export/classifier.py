@@ -262,7 +262,8 @@ def write_saved_model(signatures, export_dir, include_text=True, with_tflite=Fal
     `with_tflite`, its int8 `model.tflite` (the warm-up then only of TFLITE_SIGNATURES);
     returns that path."""
     name, method = signatures.examples_signature
-    int8 = tflite.Int8File(signatures.tflite_archive, TFLITE_SIGNATURES) if with_tflite else None
+    int8 = tflite.Int8File(signatures.tflite_archive, TFLITE_SIGNATURES, {TFLITE_SIGNATURES[0]: (
+        tflite.albert_id_limits(signatures.model.config, MODEL_INPUTS))}) if with_tflite else None
     path = versioned.write_archive(
         signatures.archive(include_text), export_dir, {name: method},
         signatures.warmup_logs(include_text, TFLITE_SIGNATURES if with_tflite else None),

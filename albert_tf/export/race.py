@@ -109,7 +109,8 @@ def export_saved_model(model, export_dir, text_encoder=None, warmup_lengths=None
     logs = warmup_logs(model, text_encoder, warmup_lengths)
     int8 = None
     if with_tflite:
-        int8 = tflite.Int8File(lambda: serving_archive(model), TFLITE_SIGNATURES)
+        int8 = tflite.Int8File(lambda: serving_archive(model), TFLITE_SIGNATURES,
+                               {TFLITE_SIGNATURES[0]: tflite.albert_id_limits(model.config)})
         logs = int8.warmup_logs(logs)
     path = versioned.write_archive(serving_archive(model, text_encoder), export_dir,
                                    warmup_logs=logs, finish=int8)

@@ -271,8 +271,10 @@ def write_saved_model(signatures, export_dir, with_tflite=False):
     logs = signatures.warmup_logs()
     int8 = None
     if with_tflite:
-        int8 = tflite.Int8File(lambda: ids_archive(signatures.model, signatures.version_2,
-                                                   signatures.max_seq_length), TFLITE_SIGNATURES)
+        int8 = tflite.Int8File(
+            lambda: ids_archive(signatures.model, signatures.version_2, signatures.max_seq_length),
+            TFLITE_SIGNATURES, {TFLITE_SIGNATURES[0]: tflite.albert_id_limits(
+                signatures.model.config, MODEL_INPUTS)})
         logs = int8.warmup_logs(logs)
     path = versioned.write_archive(signatures.archive(), os.path.join(export_dir, "saved_model"),
                                    warmup_logs=logs, finish=int8)

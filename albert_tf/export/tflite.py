@@ -13,6 +13,7 @@ tokenizer need TensorFlow ops the TFLite runtime lacks, so those signatures stay
 SavedModel only.
 """
 
+import json
 import os
 import tempfile
 
@@ -22,6 +23,20 @@ import tensorflow as tf
 from albert_tf.files import io_utils
 
 TFLITE_FILE = "model.tflite"  # the name TF Serving looks for (kTfLiteModelFilename)
+# Beside model.tflite: what each signature's inputs may hold. The SavedModel's id signatures
+# assert it in the graph; TFLite drops those asserts, and its gather then fails with "gather
+# index out of bounds" naming no input, so the server checks it from this file instead.
+INPUT_LIMITS_FILE = "model_tflite_inputs.json"
+
+
+def albert_id_limits(config, names=("input_ids", "input_mask", "segment_ids")):
+    """The input limits of a signature taking ALBERT's id inputs `names` ([B, S] each, RACE's
+    [B, choices, S]): one shape, S within the position table, ids within the vocabulary, segment ids within
+    type_vocab_size."""
+    ranges = {"input_ids": [0, config.vocab_size, "vocab_size"],
+              "segment_ids": [0, config.type_vocab_size, "type_vocab_size"]}
+    return {"same_shape": list(names), "max_length": config.max_position_embeddings,
+            "ranges": {name: ranges[name] for name in names if name in ranges}}
 
 
 def convert_int8(archive, signature_keys):
@@ -54,12 +69,17 @@ class Int8File:
     `signature_keys` of the archive `make_archive()` builds to the version before it is renamed
     into place; `log_written(version_dir)` then says what was written."""
 
-    def __init__(self, make_archive, signature_keys):
+    def __init__(self, make_archive, signature_keys, input_limits=None):
         self.make_archive, self.signature_keys = make_archive, tuple(signature_keys)
+        self.input_limits = input_limits  # {signature: limits}, written as INPUT_LIMITS_FILE
         self.size = None
 
     def __call__(self, model_dir):
         self.size = write_int8(self.make_archive(), self.signature_keys, model_dir)
+        if self.input_limits:
+            with io_utils.atomic_path(f"{model_dir.rstrip('/')}/{INPUT_LIMITS_FILE}") as temp:
+                with tf.io.gfile.GFile(temp, "w") as writer:
+                    writer.write(json.dumps(self.input_limits, indent=1))
 
     def warmup_logs(self, logs):
         """The warm-up requests a TFLite-served version can replay: those of its signatures."""

@@ -42,7 +42,7 @@ class BatchingParameters:
         self.max_enqueued_batches = max_enqueued_batches
         self.num_batch_threads = (os.cpu_count() or 1) if num_batch_threads is None \
             else num_batch_threads
-        self.allowed_batch_sizes = sorted(allowed_batch_sizes)
+        self.allowed_batch_sizes = list(allowed_batch_sizes)
         self.pad_variable_length_inputs = pad_variable_length_inputs
         for name in ("max_batch_size", "max_enqueued_batches", "num_batch_threads"):
             if getattr(self, name) < 1:
@@ -56,9 +56,13 @@ class BatchingParameters:
                              f"{batch_timeout_micros}")
         if any(size < 1 for size in self.allowed_batch_sizes):
             raise ValueError(f"allowed_batch_sizes must be positive; was {self.allowed_batch_sizes}")
-        if self.allowed_batch_sizes and self.allowed_batch_sizes[-1] != max_batch_size:
-            raise ValueError(f"the largest of allowed_batch_sizes {self.allowed_batch_sizes} must "
-                             f"equal max_batch_size {max_batch_size} (as TF Serving requires)")
+        sizes = self.allowed_batch_sizes
+        if any(later <= earlier for earlier, later in zip(sizes, sizes[1:])):
+            raise ValueError(f"allowed_batch_sizes entries must be monotonically increasing; "
+                             f"was {sizes}")
+        if sizes and sizes[-1] != max_batch_size:
+            raise ValueError(f"Last entry in allowed_batch_sizes must match max_batch_size; last "
+                             f"entry was {sizes[-1]}; expected {max_batch_size}")
 
     @classmethod
     def parse(cls, text, source="batching parameters"):

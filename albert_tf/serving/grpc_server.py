@@ -14,7 +14,7 @@ from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2,
                                      model_service_pb2_grpc, prediction_service_pb2_grpc)
 
 from albert_tf import errors
-from albert_tf.serving import request_core
+from albert_tf.serving import grpc_listen, request_core
 from albert_tf.serving.errors import Code, ServingError
 
 DEFAULT_MAX_CONCURRENT_RPCS = 1024
@@ -123,9 +123,7 @@ class GrpcServer:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers, thread_name_prefix="grpc"),
             maximum_concurrent_rpcs=max_concurrent_rpcs,
-            options=[("grpc.max_receive_message_length", 64 << 20),
-                     ("grpc.max_send_message_length", 64 << 20), ("grpc.so_reuseport", 0),
-                     *channel_arguments])
+            options=grpc_listen.server_options(channel_arguments))
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
             PredictionService(core, metrics), self._server)
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(

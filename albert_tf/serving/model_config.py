@@ -14,7 +14,7 @@ import tensorflow as tf
 from tensorflow_serving.config import model_server_config_pb2
 
 from albert_tf import errors
-from albert_tf.serving import versions as versions_lib
+from albert_tf.serving import preload_checks, versions as versions_lib
 from albert_tf.serving.errors import Code, ServingError
 
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -29,6 +29,12 @@ def read_config(path):
     ParseProtoTextFile, with protobuf's own error text)."""
     if not tf.io.gfile.exists(path):
         raise errors.MissingFileError(f"--model_config_file={path}: no such file")
+    if tf.io.gfile.isdir(path):
+        raise ModelConfigError(f"--model_config_file={path}: is a directory, not a text-format "
+                               f"ModelServerConfig file")
+    if preload_checks.unreadable(path):
+        raise ModelConfigError(f"--model_config_file={path}: "
+                               f"{preload_checks.permission_denied(path, 'file')}")
     try:
         with tf.io.gfile.GFile(path) as reader:
             return text_format.Parse(reader.read(), model_server_config_pb2.ModelServerConfig())
@@ -131,6 +137,9 @@ class ConfiguredModels:
                 if not tf.io.gfile.isdir(base_path):
                     raise ServingError(f"Could not find base path {base_path} for servable "
                                        f"{name}", code=Code.INVALID_ARGUMENT)
+                if preload_checks.unreadable(base_path):  # before any model of the file loads
+                    raise ServingError(preload_checks.permission_denied(
+                        base_path, f"base path of servable {name}"), code=Code.INVALID_ARGUMENT)
             self._apply(wanted)
             self._first = False
 

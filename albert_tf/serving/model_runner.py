@@ -97,6 +97,9 @@ class ModelRunner:
                                    f"(None = any), got {shape.as_list()}")
             if shape.rank:
                 batch_sizes[key] = shape[0]
+            if shape.rank and shape[0] and 0 in shape[1:]:
+                raise ServingError(f"input '{key}': empty sequences (shape {shape.as_list()}); "
+                                   f"each row needs at least one element")
         if len(set(batch_sizes.values())) > 1:
             raise ServingError(f"inputs must have the same batch size; got {batch_sizes}")
         batch = next(iter(batch_sizes.values()), 0)

@@ -5,29 +5,108 @@ As in TF Serving the version's signatures are the TFLite file's (TfLiteSession),
 TFLite signature runner; their SignatureDefs (metadata, method names) are the saved_model.pb's
 of the same name. A version without `model.tflite` is served from its saved_model.pb, again as
 TF Serving does, with a warning naming the file it looked for.
+
+The file is run by LiteRT's interpreter (`ai_edge_litert`, the maintained successor of
+`tf.lite.Interpreter`). A damaged file never reaches native code unchecked: built from a file
+path, the interpreter maps the file and reads it without verification (a `model.tflite` cut in
+half killed the process with SIGSEGV); built from the file's bytes, it runs the flatbuffer
+verifier first (`read_model`), so a truncated, empty, random or wrong-schema file fails the
+load of its version with a reason naming the file, like any other load failure.
 """
 
+import json
 import os
 import threading
 
 from absl import logging
+from ai_edge_litert import interpreter as litert
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.export.tflite import TFLITE_FILE
+from albert_tf.export.tflite import INPUT_LIMITS_FILE, TFLITE_FILE
 from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import ModelRunner, all_signature_defs, served
+
+
+TFLITE_IDENTIFIER = b"TFL3"  # the flatbuffer file identifier of TFLite's schema, bytes 4-8
+
+
+def read_model(path):
+    """The bytes of the TFLite model at `path`, refused with a ServingError naming it and the
+    cause when it cannot be read or is not a TFLite flatbuffer (the verifier's full check runs
+    when the interpreter is built from them, `_interpreter`)."""
+    try:
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            data = reader.read()
+    except tf.errors.OpError as error:
+        raise ServingError(f"{path}: cannot be read: {error.message}", status=500) from error
+    if not data:
+        raise ServingError(f"{path}: the file is empty, not a TFLite model", status=500)
+    if data[4:8] != TFLITE_IDENTIFIER:
+        raise ServingError(f"{path}: not a TFLite model: its file identifier (bytes 4-8) is "
+                           f"{data[4:8]!r}, a TFLite flatbuffer's is {TFLITE_IDENTIFIER!r} "
+                           f"({len(data)} bytes; damaged, or another kind of file)", status=500)
+    return data
+
+
+def _interpreter(path, data):
+    """LiteRT's interpreter of `data`, verified by TFLite's flatbuffer verifier; a truncated
+    or damaged file is refused naming `path`."""
+    try:
+        return litert.Interpreter(model_content=data, num_threads=os.cpu_count() or 1)
+    except (ValueError, RuntimeError, UnicodeDecodeError) as error:
+        raise ServingError(f"{path}: damaged or truncated TFLite model ({len(data)} bytes): "
+                           f"{error}", status=500) from error
+
+
+def check_inputs(limits, tensors):
+    """Refuses inputs outside a signature's `limits` (`export.tflite.albert_id_limits`), naming
+    the input, as the SavedModel's in-graph asserts do: differing shapes, a sequence longer
+    than the position table, values outside their range."""
+    same = [name for name in limits.get("same_shape", ()) if name in tensors]
+    for name in same[1:]:
+        if tensors[name].shape != tensors[same[0]].shape:
+            raise ServingError(f"input '{name}': shape {tensors[name].shape.as_list()} differs "
+                               f"from input '{same[0]}''s {tensors[same[0]].shape.as_list()}; "
+                               f"they must be equal")
+    for name, tensor in tensors.items():  # [B, S], or RACE's [B, choices, S]
+        if name in same and tensor.shape.rank >= 2 and tensor.shape[-1] > limits["max_length"]:
+            raise ServingError(f"input '{name}': a sequence of {tensor.shape[-1]} tokens is "
+                               f"longer than the model's {limits['max_length']} positions "
+                               f"(max_position_embeddings)")
+    for name, (low, high, what) in limits.get("ranges", {}).items():
+        values = tensors[name].numpy() if name in tensors else np.zeros([0])
+        if values.size and (values.min() < low or values.max() >= high):
+            bad = values.min() if values.min() < low else values.max()
+            raise ServingError(f"input '{name}': values must be in [{low}, {high}) ({what}); "
+                               f"got {bad}")
+
+
+class _ErrorText:
+    """The newest message of an interpreter's error reporter, which keeps every message it
+    was given (TFLite's PythonErrorReporter never empties its buffer): each error would
+    otherwise repeat every earlier request's."""
+
+    def __init__(self):
+        self._seen = ""
+
+    def newest(self, text):
+        newest = text[len(self._seen):] if text.startswith(self._seen) else text
+        self._seen = text
+        return newest
 
 
 class TfliteSignature:
     """One signature of the interpreter, called as a SavedModel's concrete function is
     (`structured_input_signature`, keyword tensors in, {name: tensor} out), so `ModelRunner`'s
     input checks, batching and error mapping apply unchanged. The interpreter runs one call at a
-    time (TFLite interpreters are not thread-safe); its kernels use every CPU."""
+    time (TFLite interpreters are not thread-safe); its kernels use every CPU. `errors` is the
+    interpreter's `_ErrorText`, shared by its signatures."""
 
-    def __init__(self, interpreter, name, lock):
+    def __init__(self, interpreter, name, lock, errors=None):
         self._runner = interpreter.get_signature_runner(name)
         self._lock = lock
+        self._errors = errors or _ErrorText()
         self.structured_input_signature = ((), {
             key: tf.TensorSpec([None if size < 0 else size for size in detail["shape_signature"]],
                                tf.as_dtype(detail["dtype"]), name=key)
@@ -39,7 +118,8 @@ class TfliteSignature:
             try:
                 outputs = self._runner(**inputs)
             except (RuntimeError, ValueError) as error:  # e.g. an id outside the vocabulary
-                raise tf.errors.InvalidArgumentError(None, None, f"TFLite: {error}") from error
+                raise tf.errors.InvalidArgumentError(
+                    None, None, f"TFLite: {self._errors.newest(str(error))}") from error
         return {key: tf.constant(value) for key, value in outputs.items()}
 
 
@@ -52,10 +132,14 @@ class TfliteRunner(ModelRunner):
         self.max_batch_size = max_batch_size
         self._batcher = self._make_batcher(batching_parameters)
         path = os.path.join(model_dir, TFLITE_FILE)
-        interpreter = tf.lite.Interpreter(model_path=path, num_threads=os.cpu_count() or 1)
-        lock = threading.Lock()
-        self.signatures = {name: TfliteSignature(interpreter, name, lock)
-                           for name in interpreter.get_signature_list()}
+        interpreter = _interpreter(path, read_model(path))
+        lock, errors = threading.Lock(), _ErrorText()
+        try:
+            self.signatures = {name: TfliteSignature(interpreter, name, lock, errors)
+                               for name in interpreter.get_signature_list()}
+        except (ValueError, RuntimeError) as error:  # tensors that cannot be allocated
+            raise ServingError(f"{path}: the TFLite model cannot be prepared: {error}",
+                               status=500) from error
         if not self.signatures:
             raise ServingError(f"{path}: the TFLite model has no signatures", status=500)
         saved = all_signature_defs(model_dir)
@@ -64,10 +148,31 @@ class TfliteRunner(ModelRunner):
             raise ServingError(f"{path}: signature(s) {missing} are not in "
                                f"{os.path.join(model_dir, 'saved_model.pb')} (its signatures: "
                                f"{sorted(served(saved))})", status=500)
+        self.input_limits = _read_limits(model_dir)
         self.all_signature_defs = {name: saved[name] for name in self.signatures}
         self.signature_defs = served(self.all_signature_defs)
         logging.info("serving version %s of %s from %s (signatures %s)", version, model_name,
                      path, ", ".join(sorted(self.signatures)))
+
+    def _convert_inputs(self, function, columns):
+        tensors = super()._convert_inputs(function, columns)
+        name = next(key for key, value in self.signatures.items() if value is function)
+        if name in self.input_limits:
+            check_inputs(self.input_limits[name], tensors)
+        return tensors
+
+
+def _read_limits(model_dir):
+    """{signature: limits} of the version's INPUT_LIMITS_FILE ({} without one: an export
+    older than the file, or a model.tflite not made by this project)."""
+    path = os.path.join(model_dir, INPUT_LIMITS_FILE)
+    if not tf.io.gfile.exists(path):
+        return {}
+    try:
+        with tf.io.gfile.GFile(path) as reader:
+            return json.loads(reader.read())
+    except (ValueError, tf.errors.OpError) as error:
+        raise ServingError(f"{path}: cannot be read: {error}", status=500) from error
 
 
 def load_runner(model_dir, model_name, version, max_batch_size, batching_parameters=None):

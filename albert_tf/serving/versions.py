@@ -12,6 +12,7 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf import errors
+from albert_tf.serving import preload_checks
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_MAX_BATCH_SIZE, ModelRunner
 from albert_tf.serving.warmup import WarmupError
@@ -21,20 +22,44 @@ DEFAULT_POLL_SECS = 1.0
 DEFAULT_MAX_NUM_LOAD_RETRIES = 5  # TF Serving's --max_num_load_retries
 DEFAULT_LOAD_RETRY_INTERVAL_SECS = 60.0  # TF Serving's --load_retry_interval_micros, 1 minute
 _INT64_MAX = 2 ** 63 - 1
+_reported_skips = set()  # (export_dir, name) of folders already logged as not a version
+
+
+def _is_version_name(name):
+    return re.fullmatch(r"\d+", name) is not None and int(name) <= _INT64_MAX
+
+
+def _report_skipped(export_dir, name):
+    """Logs once per folder that `name` is skipped: TF Serving skips such folders silently,
+    and `v4`, `latest` or `4.0` then look like a version that never loads. Hidden folders (an
+    export still being written under `.tmp-...`) and files are not reported."""
+    if name.startswith(".") or (export_dir, name) in _reported_skips:
+        return
+    if tf.io.gfile.isdir(os.path.join(export_dir, name)):
+        _reported_skips.add((export_dir, name))
+        logging.warning("%s: skipped, not a version: a version folder is named by a "
+                        "non-negative 64-bit integer (e.g. 1)", os.path.join(export_dir, name))
 
 
 def version_dirs(export_dir):
     """{version: directory name} of the version directories under `export_dir` holding a
     saved_model.pb. As TF Serving parses them (safe_strto64): `0005` is version 5, a name
-    beyond int64 is not a version."""
+    beyond int64 is not a version (logged once, `_report_skipped`)."""
     if not tf.io.gfile.isdir(export_dir):
         raise errors.MissingFileError(f"{export_dir}: no such export directory")
+    if preload_checks.unreadable(export_dir):
+        raise errors.UserInputError(preload_checks.permission_denied(export_dir,
+                                                                     "model base path"))
     found = {}
     for name in sorted(tf.io.gfile.listdir(export_dir), reverse=True):  # "5" wins over "0005"
         name = name.rstrip("/")
-        if not re.fullmatch(r"\d+", name) or int(name) > _INT64_MAX:
+        if not _is_version_name(name):
+            _report_skipped(export_dir, name)
             continue
-        if tf.io.gfile.exists(os.path.join(export_dir, name, "saved_model.pb")):
+        folder = os.path.join(export_dir, name)
+        # An unreadable folder is a version whose load fails naming it, not no version at all.
+        if (tf.io.gfile.exists(os.path.join(folder, "saved_model.pb"))
+                or preload_checks.unreadable(folder)):
             found.setdefault(int(name), name)
     return found
 
@@ -132,9 +157,12 @@ class ServedVersions:
         for attempt in range(retries + 1):
             if attempt and self._stop.wait(self.retry_interval_secs):
                 return None
+            model_dir = os.path.join(self.export_dir, self._dirs[version])
             try:
-                return self._loader(os.path.join(self.export_dir, self._dirs[version]),
-                                    self.model_name, version, self.max_batch_size)
+                reason = preload_checks.unreadable_reason(model_dir)
+                if reason is not None:
+                    raise PermissionError(reason)
+                return self._loader(model_dir, self.model_name, version, self.max_batch_size)
             except Exception as error:  # reported by the status call; the others stay served
                 logging.warning("%s: version %d failed to load (attempt %d of %d): %s",
                                 self.export_dir, version, attempt + 1, retries + 1, error)
