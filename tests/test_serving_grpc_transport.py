@@ -64,8 +64,9 @@ def test_a_users_channel_argument_wins_over_the_servers_default(base):
     request.model_spec.name = "default"
     request.inputs["x"].CopyFrom(tf.make_tensor_proto([2.0] * 400, tf.float32))  # 1.6 kB
     for arguments, refused in (("grpc.max_receive_message_length=300", True), ("", False)):
-        server = serving.start_python_server(base, "default", port=0, grpc_port=0,
-                                             grpc_channel_arguments=arguments)
+        server = serving.start_python_server(serving.ServerOptions(
+            model_base_path=base, model_name="default", rest_api_port=0, grpc_port=0,
+            grpc_channel_arguments=arguments))
         try:
             with grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}") as channel:
                 stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
@@ -234,7 +235,8 @@ def test_bad_tls_material_is_named_before_loading(tmp_path, pki, case, message):
     path = tmp_path / "ssl.config"
     path.write_text("".join(f"{name}: {json.dumps(value)}\n" for name, value in fields.items()))
     with pytest.raises(errors.UserInputError) as error:
-        serving.start_python_server(str(tmp_path / "never_read"), "default", port=0, grpc_port=0,
-                                    ssl_config_file=str(path))
+        serving.start_python_server(serving.ServerOptions(
+            model_base_path=str(tmp_path / "never_read"), model_name="default", rest_api_port=0,
+            grpc_port=0, ssl_config_file=str(path)))
     assert str(error.value).startswith(f"--ssl_config_file={path}: {message}")
     assert "\n" not in str(error.value)

@@ -72,7 +72,8 @@ def test_a_missing_model_config_file_is_named(tmp_path):
 
 def test_a_model_config_file_that_is_a_directory_is_named(tmp_path):
     with pytest.raises(errors.UserInputError) as error:
-        serving.start_python_server(None, None, port=0, model_config_file=str(tmp_path))
+        serving.start_python_server(serving.ServerOptions(
+            model_name=None, rest_api_port=0, model_config_file=str(tmp_path)))
     assert str(error.value) == (f"--model_config_file={tmp_path}: is a directory, not a "
                                 f"text-format ModelServerConfig file")
 
@@ -190,8 +191,8 @@ def open_base():
 
 
 @pytest.mark.parametrize("unreadable, message", [
-    ("", "UserInputError: {base}: permission denied: this server's user (uid {uid}) may not "
-         "read the model base path"),
+    ("", "StartupError: --model_base_path={base}: {base}: permission denied: this server's "
+         "user (uid {uid}) may not read the base path of servable m"),
     ("1", "StartupError: --model_base_path={base}: 1 model(s) did not become available: "
           "{{{{name: m version: 1}} due to error: PermissionError: {base}/1: permission denied: "
           "this server's user (uid {uid}) may not read the version's files}}"),
@@ -203,9 +204,10 @@ def open_base():
 def test_unreadable_model_folders_are_named(open_base, unreadable, message):
     os.chmod(os.path.join(open_base, unreadable), 0)
     uid = 65534 if os.geteuid() == 0 else os.geteuid()
-    assert _as_another_user(lambda: serving.start_python_server(
-        open_base, "m", port=0, max_num_load_retries=0)) == message.format(base=open_base,
-                                                                           uid=uid)
+    options = serving.ServerOptions(model_base_path=open_base, model_name="m", rest_api_port=0,
+                                    max_num_load_retries=0)
+    assert _as_another_user(lambda: serving.start_python_server(options)) == message.format(
+        base=open_base, uid=uid)
 
 
 def test_unreadable_start_up_files_are_named_before_any_model_loads(open_base):
@@ -221,18 +223,19 @@ def test_unreadable_start_up_files_are_named_before_any_model_loads(open_base):
     os.chmod(other, 0)
     uid = 65534 if os.geteuid() == 0 else os.geteuid()
     denied = f"permission denied: this server's user (uid {uid}) may not read the"
-    assert _as_another_user(lambda: serving.start_python_server(
-        None, None, port=0, model_config_file=config, max_num_load_retries=0)) == (
+    assert _as_another_user(lambda: serving.start_python_server(serving.ServerOptions(
+        model_name=None, rest_api_port=0, model_config_file=config, max_num_load_retries=0))) == (
         f"StartupError: --model_config_file={config}: {other}: {denied} base path of servable "
         f"other")
     os.chmod(config, 0)
-    assert _as_another_user(lambda: serving.start_python_server(
-        None, None, port=0, model_config_file=config)) == (
+    assert _as_another_user(lambda: serving.start_python_server(serving.ServerOptions(
+        model_name=None, rest_api_port=0, model_config_file=config))) == (
         f"ModelConfigError: --model_config_file={config}: {config}: {denied} file")
     ssl_config = os.path.join(open_base, "ssl.config")
     with open(ssl_config, "w") as writer:
         writer.write("server_key: 'k'")
     os.chmod(ssl_config, 0)
-    assert _as_another_user(lambda: serving.start_python_server(
-        open_base, "m", port=0, grpc_port=0, ssl_config_file=ssl_config)) == (
+    assert _as_another_user(lambda: serving.start_python_server(serving.ServerOptions(
+        model_base_path=open_base, model_name="m", rest_api_port=0, grpc_port=0,
+        ssl_config_file=ssl_config))) == (
         f"UserInputError: --ssl_config_file={ssl_config}: {ssl_config}: {denied} file")
