@@ -191,3 +191,17 @@ def test_dask_runner_on_a_cluster_gives_the_local_files_byte_for_byte(
         summary = json.load(reader)
     assert _statistics(summary) == _statistics(local_summary)
     assert summary["runner"] == "apache_beam.runners.dask.dask_runner.DaskRunner"
+
+
+@pytest.mark.slow
+def test_dask_runner_names_a_failing_input_file_and_writes_nothing(inputs, options,
+                                                                  dask_cluster, tmp_path):
+    blank = tmp_path / "zz-blank.txt"
+    blank.write_bytes(b"\n \n")
+    with pytest.raises(errors.UserInputError) as error:
+        create_data.create_pretraining_data(
+            ",".join(inputs[:1] + [str(blank)]), str(tmp_path / "out" / "x"), options,
+            runner="DaskRunner",
+            beam_options=f"--dask_client_address={dask_cluster.scheduler_address}")
+    assert str(error.value).startswith(f"{blank}: input file contains no text")
+    assert os.listdir(tmp_path / "out") == []
