@@ -10,6 +10,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2" if os.path.exists("/proc/drive
 from albert_tf import native_log, onednn_guard  # noqa: E402 (after the level, before TensorFlow)
 
 native_log.install()  # the level applied to the banner TensorFlow prints before reading it
+native_log.demote_routine_lines()  # TensorFlow's routine INFO lines on export and checkpoints
 
 __version__ = "0.1.0"
 

@@ -358,10 +358,16 @@ def load_into(variables_by_name, checkpoint_path, init_from_group0=False, new_he
             continue
         (report.skipped if _is_skippable(stored) else report.unused).append(stored)
     logging.info("%s", report if logging.level_debug() else str(report).split("\n", 1)[0])  # list at -v 1
-    if report.missing or report.mismatched:
-        logging.warning("Checkpoint %s: %d head variables missing, %d mismatched: %s", prefix,
-                        len(report.missing), len(report.mismatched),
-                        report.missing + [entry[0] for entry in report.mismatched])
+    # A head the checkpoint lacks is the expected case of fine-tuning from a pretraining
+    # checkpoint (a new head, left initialised); a mis-shaped one (allowed with new_heads) is not.
+    if report.missing:
+        logging.info("Checkpoint %s has no %s: new head variables, left initialised", prefix,
+                     ", ".join(report.missing))
+    if report.mismatched:
+        logging.warning("Checkpoint %s: %d head variables of another shape, left initialised: "
+                        "%s", prefix, len(report.mismatched),
+                        ", ".join(f"{name} (model {list(model)}, checkpoint {list(stored)})"
+                                  for name, model, stored in report.mismatched))
     return report
 
 

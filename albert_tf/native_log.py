@@ -1,4 +1,5 @@
-"""TF_CPP_MIN_LOG_LEVEL applied to what TensorFlow prints while it is imported.
+"""TensorFlow's own log lines kept to what a user should see: TF_CPP_MIN_LOG_LEVEL applied to
+what it prints while it is imported, and its routine Python INFO lines demoted to DEBUG.
 
 TensorFlow 2.21 logs its start-up banner ("oneDNN custom operations are on", "Could not find
 cuda drivers on your machine", after absl's "All log messages before absl::InitializeLog() is
@@ -9,15 +10,27 @@ captured line is written back except the native log lines the level hides (`I` b
 below 2, `E` below 3) and absl's notice when it hides any. Python output, tracebacks, fatal
 lines and anything not in absl's log format pass unchanged. A process killed during the import
 itself loses what was captured; TF_CPP_MIN_LOG_LEVEL=0 turns the capture off.
+
+`demote_routine_lines()`: TensorFlow's Python code logs at INFO, so at the scripts' default
+verbosity, lines that read like trouble in a normal run: "Function `...` contains input name(s)
+... with unsupported characters which will be renamed" on every SavedModel export (absl
+logging, saved_model/signature_serialization.py; the renaming is TensorFlow's rule for the
+signature's input names), "Sharding callback duration: N microseconds" after every checkpoint
+(absl logging, checkpoint/functional_saver.py) and "Assets written to: ..." (the `tensorflow`
+Python logger, saved_model/builder_impl.py). They become DEBUG lines, shown with `-v 1` (or the
+`tensorflow` logger at DEBUG).
 """
 
 import contextlib
 import importlib.abc
 import importlib.machinery
+import logging
 import os
 import re
 import sys
 import tempfile
+
+from absl import logging as absl_logging
 
 _SEVERITY = {b"I": 0, b"W": 1, b"E": 2, b"F": 3}
 _NATIVE_LINE = re.compile(rb"([IWEF])\d{4} [\d:.]+ +\d+ [^ \]]+:\d+\] ")
@@ -90,3 +103,37 @@ def install():
     if level > 0 and "tensorflow" not in sys.modules and not any(
             isinstance(finder, _TensorFlowFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _TensorFlowFinder(level))
+
+
+# (Python logger, the TensorFlow source file that logs it, how the message's format begins)
+_ROUTINE_LINES = (
+    ("absl", "signature_serialization.py", "Function `%s` contains input name(s) %s with unsupported"),
+    ("absl", "functional_saver.py", "Sharding callback duration"),
+    ("tensorflow", "builder_impl.py", "Assets written to"),
+)
+
+
+class _DemoteRoutine(logging.Filter):
+    """Turns `lines` ((source file, message start) of `logger`) into DEBUG records, kept only
+    when `logger` shows DEBUG."""
+
+    def __init__(self, logger, lines):
+        super().__init__()
+        self._logger, self._lines = logger, lines
+
+    def filter(self, record):
+        if not any(os.path.basename(record.pathname) == source and str(record.msg).startswith(start)
+                   for source, start in self._lines):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return self._logger.isEnabledFor(logging.DEBUG)
+
+
+def demote_routine_lines():
+    """Installs `_DemoteRoutine` on the `absl` and `tensorflow` loggers (once)."""
+    for name in sorted({name for name, _, _ in _ROUTINE_LINES}):
+        # absl's own logger object (an ABSLLogger), which importing absl.logging creates
+        logger = absl_logging.get_absl_logger() if name == "absl" else logging.getLogger(name)
+        if not any(isinstance(existing, _DemoteRoutine) for existing in logger.filters):
+            logger.addFilter(_DemoteRoutine(logger, [(source, start) for logger_name, source, start
+                                                     in _ROUTINE_LINES if logger_name == name]))

@@ -1,5 +1,6 @@
 """Name-based checkpoints: what TF itself reads back, atomicity, resolution, load reports."""
 
+import logging
 import os
 
 import numpy as np
@@ -174,6 +175,33 @@ def test_mismatched_head_is_refused_or_if_new_reported_and_left_initialised(tmp_
     assert report.mismatched == [("output_weights", (3, 16), (2, 16)), ("output_bias", (3,), (2,))]
     np.testing.assert_array_equal(values(target)["output_weights"], initial)
     assert "mismatch output_weights: model [3, 16] vs checkpoint [2, 16]" in str(report)
+
+
+def test_a_new_head_is_reported_at_info_with_its_names(tmp_path, caplog):
+    """Fine-tuning from one's own pretraining: the classifier head is not in the checkpoint,
+    the expected case, so it is an INFO line naming the variables, never a WARNING; a head of
+    another shape (allowed with new_heads) stays a WARNING."""
+    config = small_config()
+    pretrained = encoder.AlbertEncoder(config)
+    prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"),
+                                          pretrained.checkpoint_variables())
+    target = classifier.AlbertClassifier(encoder.AlbertEncoder(config), num_labels=2)
+    with caplog.at_level(logging.INFO, logger="absl"):
+        report = checkpoints.load_into(target.checkpoint_variables(), prefix)
+    assert sorted(report.missing) == ["output_bias", "output_weights"]
+    head = [record for record in caplog.records if "new head" in record.getMessage()]
+    assert [record.levelno for record in head] == [logging.INFO]
+    assert "output_weights" in head[0].getMessage() and "output_bias" in head[0].getMessage()
+    assert not [record for record in caplog.records if record.levelno >= logging.WARNING]
+    source = classifier.AlbertClassifier(encoder.AlbertEncoder(config), num_labels=3)
+    other = checkpoints.write_checkpoint(str(tmp_path / "other" / "model.ckpt-1"),
+                                         source.checkpoint_variables())
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="absl"):
+        checkpoints.load_into(target.checkpoint_variables(), other, new_heads=True)
+    (warning,) = [record.getMessage() for record in caplog.records
+                  if record.levelno == logging.WARNING]
+    assert "output_weights (model [2, 16], checkpoint [3, 16])" in warning
 
 
 def test_init_from_group0(tmp_path):

@@ -21,7 +21,7 @@ from tokenizers import Tokenizer
 
 from albert_tf import checkpoints
 from albert_tf.huggingface import hf_format
-from albert_tf.huggingface.exact import digit_comma
+from albert_tf.huggingface.exact import digit_comma, unigram_search
 from albert_tf.text import hf_tokenizer, tokenization, vocab
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import features
@@ -303,11 +303,15 @@ def test_learned_digit_comma_pieces_are_exact_through_the_exact_path(learned_spm
     agrees with the original on every line, pairs included; the export counts both."""
     folder = str(tmp_path)
     hf_format.write_tokenizer_files(learned_spm_model_file, True, 512, folder)
+    proto = hf_tokenizer.read_model_proto(learned_spm_model_file)
+    assert sorted(hf_tokenizer.learned_digit_comma_pieces(proto)) == sorted(LEARNED_DIGIT_COMMA)
     with open(tmp_path / "tokenizer_config.json", encoding="utf-8") as reader:
-        learned = json.load(reader)["learned_digit_comma_pieces"]
-    assert sorted(learned) == sorted(LEARNED_DIGIT_COMMA)
+        settings = json.load(reader)
+    assert settings["control_pieces"] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    assert settings["user_defined_pieces"] == vocab.ALBERT_SPM_DEFAULTS["user_defined_symbols"]
     fast = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
-    exact = digit_comma.exact_tokenizer(fast, learned)
+    exact = digit_comma.exact_tokenizer(fast, unigram_search.UnigramSearch.of(
+        fast, settings["user_defined_pieces"], settings["control_pieces"]))
     full = tokenization.FullTokenizer(None, True, learned_spm_model_file)
     texts = lines + EDGE_CASES
     ids = [original_ids(full, text, True) for text in texts]
@@ -330,12 +334,16 @@ def test_learned_digit_comma_pieces_are_exact_through_the_exact_path(learned_spm
         sum(text in wrong_fast for text in sample), 0)
 
 
-def test_exact_path_refuses_a_file_without_the_learned_steps(spm_model_file, tmp_path):
-    assert digit_comma.LEARNED_CUT == hf_tokenizer.LEARNED_CUT  # the mark it removes steps by
+def test_exact_path_refuses_a_file_with_another_model(spm_model_file, tmp_path):
+    # the marks by which it removes the file's digit-comma and control-piece steps
+    assert (digit_comma.CUT, digit_comma.LEARNED_CUT) == (hf_tokenizer.CUT,
+                                                          hf_tokenizer.LEARNED_CUT)
     path = str(tmp_path / "tokenizer.json")
     hf_tokenizer.write(spm_model_file, path, True)
-    with pytest.raises(ValueError, match="no digit-comma step for the learned pieces"):
-        digit_comma.exact_tokenizer(Tokenizer.from_file(path), ["6,"])
+    state = json.loads(Tokenizer.from_file(path).to_str())
+    state["model"] = {"type": "WordLevel", "vocab": {"<unk>": 0}, "unk_token": "<unk>"}
+    with pytest.raises(ValueError, match="has a WordLevel model, not the Unigram model"):
+        unigram_search.UnigramSearch.of(Tokenizer.from_str(json.dumps(state)), [], ["<unk>"])
 
 
 def test_auto_tokenizer_with_trust_remote_code_is_exact_on_numbers(learned_spm_model_file, lines,

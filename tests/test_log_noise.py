@@ -95,3 +95,57 @@ def test_gradient_warning_hidden_only_when_just_the_unused_pooler_lacks_gradient
         warnings.filterwarnings("ignore", loop.UNUSED_POOLER_WARNING)
         optimizer.apply([None] + gradients[1:3] + [None], variables)
     assert [w for w in caught if "Gradients do not exist" in str(w.message)]
+
+
+_ROUTINE_RUN = r"""
+import logging, os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+from absl import logging as absl_logging
+import tensorflow as tf
+
+class Model(tf.Module):
+    def __init__(self):
+        self.scale = tf.Variable(2.0)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="input/ids")])
+    def serve(self, ids):
+        return {"y": ids * self.scale}
+
+def checkpoint_and_export(step):
+    model = Model()
+    tf.train.Checkpoint(model=model).save(os.path.join(sys.argv[1], f"ckpt{step}", "ckpt"))
+    tf.saved_model.save(model, os.path.join(sys.argv[1], f"export{step}"),
+                        signatures={"serving_default": model.serve})
+
+absl_logging.use_absl_handler()
+absl_logging.set_verbosity(absl_logging.INFO)  # what the scripts run at (albert_tf.cli)
+checkpoint_and_export(1)
+print("=== albert_tf imported", file=sys.stderr, flush=True)
+import albert_tf
+checkpoint_and_export(2)
+print("=== -v 1", file=sys.stderr, flush=True)
+absl_logging.set_verbosity(absl_logging.DEBUG)
+checkpoint_and_export(3)
+"""
+ROUTINE_LINES = ("contains input name(s) input/ids, resource with unsupported characters which "
+                 "will be renamed", "Sharding callback duration", "Assets written to")
+
+
+@pytest.mark.slow
+def test_tensorflow_routine_lines_are_debug_lines(tmp_path):
+    """TensorFlow's INFO lines on every SavedModel export (input names renamed, "Assets written
+    to", printed twice: by the `tensorflow` logger's own handler and by absl's) and after every
+    checkpoint ("Sharding callback duration"): shown at the scripts' default verbosity until
+    albert_tf is imported, then only at -v 1, where they are DEBUG lines."""
+    result = subprocess.run([sys.executable, "-c", _ROUTINE_RUN, str(tmp_path)],
+                            capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+                            env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    assert result.returncode == 0, result.stderr[-3000:]
+    before, rest = result.stderr.split("=== albert_tf imported\n")
+    after, verbose = rest.split("=== -v 1\n")
+    for line in ROUTINE_LINES:
+        assert line in before, before[-2000:]  # TensorFlow's own behaviour, the reference
+        assert line not in after, after[-2000:]
+        assert line in verbose, verbose[-2000:]
+    assert before.count("Assets written to") == 2
+    assert "DEBUG:tensorflow:Assets written to" in verbose

@@ -1,4 +1,5 @@
-"""create_pretraining_data on Apache Beam (the DirectRunner, multi-processing, 2 workers) gives
+"""create_pretraining_data on Apache Beam (the DirectRunner, multi-processing, 2 workers; the
+DaskRunner on a dask.distributed cluster of 2 worker processes) gives
 the local run's files byte for byte in both output modes and the same summary statistics; a
 failing input file is named; a killed pipeline leaves no file under an output name; the runner
 flags are checked like every other flag.
@@ -12,6 +13,7 @@ import os
 import sys
 
 from absl import flags
+from dask.distributed import Client, LocalCluster, get_task_stream
 import pytest
 
 from albert_tf import errors
@@ -154,3 +156,52 @@ def test_runner_flags_are_checked(extra, message, inputs, spm_model_file, tmp_pa
         script.run(flag_values)
     assert not (tmp_path / "out").exists() or [
         name for name in os.listdir(tmp_path / "out") if not name.startswith(".")] == []
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A dask.distributed scheduler with two worker processes (one thread each) on this
+    machine: what `dask worker tcp://...:8786` processes on other machines would be."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["per_input", "round_robin"])
+def test_dask_runner_on_a_cluster_gives_the_local_files_byte_for_byte(
+        kind, inputs, spm_model_file, local_runs, dask_cluster, tmp_path):
+    """`--runner=DaskRunner --beam_options=--dask_client_address=<scheduler>`: both workers run
+    the pipeline's tasks and the files are the local run's."""
+    local_dir, local_summary = local_runs[kind]
+    flag_values = flags.FlagValues()
+    script.define_flags(flag_values)
+    flag_values(["create_pretraining_data.py", f"--input_file={','.join(inputs)}",
+                 f"--output_file={_outputs(kind, tmp_path)}", f"--spm_model_file={spm_model_file}",
+                 "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=2",
+                 "--shuffle_buffer_size=50", "--runner=DaskRunner",
+                 f"--beam_options=--dask_client_address={dask_cluster.scheduler_address}"])
+    with Client(dask_cluster.scheduler_address) as client, get_task_stream(client) as tasks:
+        script.run(flag_values)
+        workers = set(client.scheduler_info()["workers"])
+    assert len(workers) == 2 and {task["worker"] for task in tasks.data} == workers
+    assert _files(tmp_path) == _files(local_dir)  # Same names, same bytes, no temporaries.
+    first_output = _outputs(kind, tmp_path).split(",")[0]
+    with open(first_output + ".summary.json", encoding="utf-8") as reader:
+        summary = json.load(reader)
+    assert _statistics(summary) == _statistics(local_summary)
+    assert summary["runner"] == "apache_beam.runners.dask.dask_runner.DaskRunner"
+
+
+@pytest.mark.slow
+def test_dask_runner_names_a_failing_input_file_and_writes_nothing(inputs, options,
+                                                                  dask_cluster, tmp_path):
+    blank = tmp_path / "zz-blank.txt"
+    blank.write_bytes(b"\n \n")
+    with pytest.raises(errors.UserInputError) as error:
+        create_data.create_pretraining_data(
+            ",".join(inputs[:1] + [str(blank)]), str(tmp_path / "out" / "x"), options,
+            runner="DaskRunner",
+            beam_options=f"--dask_client_address={dask_cluster.scheduler_address}")
+    assert str(error.value).startswith(f"{blank}: input file contains no text")
+    assert os.listdir(tmp_path / "out") == []

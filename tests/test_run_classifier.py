@@ -72,7 +72,7 @@ def sst2_run(real_data, spm_model_file, albert_config_file, tmp_path_factory):
     glue_dir = str(work / "glue")
     movie_reviews.write_sst2_task(real_data["movie_reviews"], os.path.join(glue_dir, "SST-2"))
     output_dir, export_dir = str(work / "out"), str(work / "export")
-    run_python(["run_classifier.py", "--task_name=SST-2", f"--data_dir={glue_dir}",
+    result = run_python(["run_classifier.py", "--task_name=SST-2", f"--data_dir={glue_dir}",
                f"--output_dir={output_dir}", f"--albert_config_file={albert_config_file}",
                f"--spm_model_file={spm_model_file}", "--allow_random_init",
                "--do_train", "--do_eval", "--do_predict", f"--export_dir={export_dir}",
@@ -81,7 +81,7 @@ def sst2_run(real_data, spm_model_file, albert_config_file, tmp_path_factory):
                "--save_checkpoints_steps=100", "--iterations_per_loop=50", "--eval_batch_size=64",
                "--predict_batch_size=64", "--seed=1"])
     return {"glue_dir": glue_dir, "output_dir": output_dir, "export_dir": export_dir,
-            "config": albert_config_file, "spm": spm_model_file}
+            "config": albert_config_file, "spm": spm_model_file, "stderr": result.stderr}
 
 
 def _eval_blocks(path):
@@ -122,6 +122,18 @@ def test_sst2_fine_tuning_beats_majority_and_evaluates_every_checkpoint(sst2_run
     assert best_tensors.keys() == step_tensors.keys()
     for name in ("output_weights", "bert/embeddings/word_embeddings"):
         np.testing.assert_array_equal(best_tensors[name], step_tensors[name])
+
+
+@pytest.mark.slow
+def test_default_log_has_no_tensorflow_routine_lines(sst2_run):
+    """Four checkpoints and an export at the default verbosity: none of TensorFlow's routine
+    INFO lines (albert_tf.native_log demotes them to DEBUG; tests/test_log_noise.py shows
+    TensorFlow printing them otherwise)."""
+    stderr = sst2_run["stderr"]
+    assert "model.ckpt-400" in stderr and sst2_run["export_dir"] in stderr  # it did both
+    for line in ("with unsupported characters which will be renamed",
+                 "Sharding callback duration", "Assets written to"):
+        assert line not in stderr, line
 
 
 @pytest.mark.slow

@@ -33,12 +33,12 @@ from tokenizers import Tokenizer
 from albert_tf import checkpoints, errors
 from albert_tf.files import io_utils
 from albert_tf.huggingface import exact
-from albert_tf.huggingface.exact import digit_comma
+from albert_tf.huggingface.exact import digit_comma, unigram_search
 from albert_tf.text import hf_tokenizer, tokenization
 from albert_tf.config import AlbertConfig
 
 TOKENIZER_FILES = ("spiece.model", "tokenizer.json")
-EXACT_TOKENIZER_FILES = ("tokenization_albert_tf.py", "digit_comma.py")
+EXACT_TOKENIZER_FILES = ("tokenization_albert_tf.py", "digit_comma.py", "unigram_search.py")
 EXACT_TOKENIZER_CLASS = "tokenization_albert_tf.AlbertTfTokenizerFast"
 HF_CLASS = {"pretraining": "AlbertForPreTraining",
             "classification": "AlbertForSequenceClassification",
@@ -204,8 +204,8 @@ def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
     it is: transformers 5's `AlbertTokenizer` would rebuild its own pipeline from the vocabulary
     (and its own ALBERT normalisation, which differs from the original's), and would not return
     the segment ids (`token_type_ids`) of a pair. With `trust_remote_code=True`, `AutoTokenizer`
-    loads the copied `albert_tf.huggingface.exact` files instead: tokenizer.json with the
-    digit-comma rule exact for learned pieces."""
+    loads the copied `albert_tf.huggingface.exact` files instead: SentencePiece's own float32
+    search and the digit-comma rule over tokenizer.json's normaliser and ids, exact."""
     hf_tokenizer.write(spm_model_file, os.path.join(directory, "tokenizer.json"), do_lower_case)
     shutil.copyfile(spm_model_file, os.path.join(directory, "spiece.model"))
     for name in EXACT_TOKENIZER_FILES:
@@ -214,10 +214,11 @@ def write_tokenizer_files(spm_model_file, do_lower_case, max_length, directory):
     special = {"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "<unk>",
                "sep_token": "[SEP]", "pad_token": "<pad>", "cls_token": "[CLS]",
                "mask_token": "[MASK]"}
-    learned = hf_tokenizer.learned_digit_comma_pieces(hf_tokenizer.read_model_proto(spm_model_file))
+    user_defined, control = hf_tokenizer.search_piece_lists(
+        hf_tokenizer.read_model_proto(spm_model_file))
     tokenizer = dict(special, tokenizer_class="PreTrainedTokenizerFast",
                      auto_map={"AutoTokenizer": [None, EXACT_TOKENIZER_CLASS]},
-                     learned_digit_comma_pieces=learned,
+                     user_defined_pieces=user_defined, control_pieces=control,
                      do_lower_case=do_lower_case, remove_space=True, keep_accents=False,
                      model_max_length=max_length,
                      model_input_names=["input_ids", "token_type_ids", "attention_mask"])
@@ -241,10 +242,12 @@ def tokenizer_differences(folder, spm_model_file, do_lower_case, lines):
         full.tokenize(tokenization.preprocess_text(line, lower=do_lower_case))) + [3]
         for line in lines]
     with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as reader:
-        learned = json.load(reader)["learned_digit_comma_pieces"]
+        settings = json.load(reader)
     fast = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    exact = digit_comma.exact_tokenizer(fast, unigram_search.UnigramSearch.of(
+        fast, settings["user_defined_pieces"], settings["control_pieces"]))
     counts = []
-    for tokenizer in (fast, digit_comma.exact_tokenizer(fast, learned)):
+    for tokenizer in (fast, exact):
         encodings = tokenizer.encode_batch(lines)
         counts.append(sum(encoding.ids != ids for encoding, ids in zip(encodings, expected)))
     return tuple(counts)

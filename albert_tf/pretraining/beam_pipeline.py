@@ -1,5 +1,6 @@
 """create_pretraining_data.py as an Apache Beam pipeline: the local run's files, byte for byte,
-on any Beam runner (the DirectRunner here; Dataflow, Flink or Spark at scale).
+on any Beam runner (the DirectRunner and the DaskRunner on a dask.distributed cluster here;
+Dataflow, Flink or Spark at scale).
 
 Stages:
 1. the (file_index, path) tasks, reshuffled so that the runner spreads them over its workers;
@@ -44,15 +45,26 @@ class PipelineFailed(RuntimeError):
     """The Beam pipeline failed; the message names the input file when one was at fault."""
 
 
+# Runners Beam ships but names to its `create_runner` only by their module path.
+_RUNNER_PATHS = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner"}
+# Beam's DaskRunner puts 128 elements in a partition by default, so every input file would be
+# one task on one worker: here each file is its own partition unless the options size them.
+_DASK_PARTITIONING = ("--dask_npartitions", "--dask_partition_size")
+
+
 def pipeline_options(runner, beam_options):
     """PipelineOptions for `--runner` and `--beam_options`, refusing what Beam would not run."""
     try:
         arguments = shlex.split(beam_options or "")
     except ValueError as error:
         raise errors.UserInputError(f"--beam_options={beam_options!r}: {error}") from error
-    if any(argument.split("=")[0] == "--runner" for argument in arguments):
+    names = {argument.split("=")[0] for argument in arguments}
+    if "--runner" in names:
         raise errors.UserInputError(f"--beam_options={beam_options!r}: give the runner with "
                                  "--runner, not inside --beam_options")
+    runner = _RUNNER_PATHS.get(runner, runner)
+    if runner == _RUNNER_PATHS["DaskRunner"] and not names & set(_DASK_PARTITIONING):
+        arguments.append("--dask_partition_size=1")
     try:
         runner_lib.create_runner(runner)
     except (ValueError, ImportError) as error:
@@ -198,7 +210,10 @@ def run(input_files, plan, options, beam_pipeline_options, start_time):
     try:
         with _package_importable_by_local_workers():
             result = pipeline.run()
-            result.wait_until_finish()
+            try:
+                result.wait_until_finish()
+            finally:
+                _close_client(result)
         if result.state != runner_lib.PipelineState.DONE:
             raise PipelineFailed(f"the Beam pipeline ended in state {result.state}")
     except Exception as error:
@@ -210,6 +225,15 @@ def run(input_files, plan, options, beam_pipeline_options, start_time):
     _log_counters(result)
     with tf.io.gfile.GFile(plan.summary_path) as reader:
         return json.load(reader)
+
+
+def _close_client(result):
+    """The DaskRunner leaves its connection to the scheduler open (its result holds the
+    `dask.distributed.Client`); once the cluster stops, that client would retry for 30 s and
+    log an error."""
+    client = getattr(result, "client", None)
+    if client is not None:
+        client.close()
 
 
 @contextlib.contextmanager

@@ -7,10 +7,13 @@
 The original's flags, defaults and meanings, plus --num_workers, --shuffle_buffer_size,
 --runner and --beam_options. --vocab_file is only needed without --spm_model_file. The output
 is byte-identical for the same inputs and flags whatever --num_workers or the runner is;
-`<first output>.summary.json` has the counts. On Apache Beam (e.g. Dataflow):
+`<first output>.summary.json` has the counts. On Apache Beam (e.g. Dataflow), or on a
+dask.distributed cluster through Beam's DaskRunner:
 
   python create_pretraining_data.py ... --runner=DirectRunner \\
       --beam_options="--direct_num_workers=2 --direct_running_mode=multi_processing"
+  python create_pretraining_data.py ... --runner=DaskRunner \\
+      --beam_options="--dask_client_address=tcp://scheduler:8786"
 """
 
 from absl import flags
@@ -58,12 +61,14 @@ def define_flags(flag_values):
     define.integer("num_workers", None, "Worker processes (input files are processed in "
                    "parallel); default: all cores. The output does not depend on it.", lower_bound=1)
     define.string("runner", "local", "'local': worker processes on this machine "
-                  "(--num_workers). Or an Apache Beam runner (DirectRunner, DataflowRunner, "
-                  "FlinkRunner, SparkRunner, PrismRunner, ...): the same output files, byte "
-                  "for byte; see docs/pretraining_data.md.")
+                  "(--num_workers). Or an Apache Beam runner (DirectRunner, DaskRunner, "
+                  "DataflowRunner, FlinkRunner, SparkRunner, PrismRunner, ...): the same output "
+                  "files, byte for byte; see docs/pretraining_data.md.")
     define.string("beam_options", None, "With a Beam --runner: its pipeline options as one "
-                  "string, e.g. \"--direct_num_workers=2 --direct_running_mode=multi_processing\" "
-                  "or \"--project=P --region=R --temp_location=gs://B/tmp\" for Dataflow.")
+                  "string, e.g. \"--direct_num_workers=2 --direct_running_mode=multi_processing\", "
+                  "\"--dask_client_address=tcp://scheduler:8786\" for a dask.distributed "
+                  "cluster, or \"--project=P --region=R --temp_location=gs://B/tmp\" for "
+                  "Dataflow.")
     define.integer("shuffle_buffer_size", 10000, "Instances per input file held to shuffle "
                    "the output order (the original held and shuffled all of them).", lower_bound=1)
     flags.mark_flag_as_required("input_file", flag_values=flag_values)

@@ -9,9 +9,10 @@ Writes config.json (hidden_act gelu_new: the original's tanh GELU), model.safete
 --spm_model_file, spiece.model, tokenizer.json and the tokenizer config; transformers 5 and
 keras-hub read it. tokenizer.json tokenizes as the original does (`albert_tf.text.hf_tokenizer`;
 Hugging Face's own ALBERT tokenizers do not), and `AutoTokenizer` loads it without
-sentencepiece or protobuf, except on some numbers when the vocabulary has learned pieces such
-as "6," (docs/tokenization.md): `AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`
-loads the copied `albert_tf.huggingface.exact` files, exact on every line. The export logs on
+sentencepiece or protobuf, except on some numbers (learned pieces such as "6,", and
+segmentations of equal score, which SentencePiece ranks by float32 rounding; docs/tokenization.md):
+`AutoTokenizer.from_pretrained(folder, trust_remote_code=True)` loads the copied
+`albert_tf.huggingface.exact` files, which run SentencePiece's own search, exact on every line. The export logs on
 how many lines of a sample (--tokenizer_sample_file) each differs from the original. Neither
 PyTorch nor transformers is needed to write it. The logic is `albert_tf.huggingface.hf_format`.
 """

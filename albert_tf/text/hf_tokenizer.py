@@ -266,6 +266,14 @@ def learned_digit_comma_pieces(proto):
     return [piece for piece, user_defined in digit_comma_pieces(proto) if not user_defined]
 
 
+def search_piece_lists(proto):
+    """(user-defined pieces, pieces SentencePiece's search never matches in text: control
+    pieces and <unk>), which the exact path (albert_tf.huggingface.exact) needs besides
+    tokenizer.json to search as SentencePiece does."""
+    return ([piece.piece for piece in proto.pieces if piece.type == _USER_DEFINED],
+            [piece.piece for piece in proto.pieces if piece.type in (_CONTROL, _UNKNOWN)])
+
+
 def write(spm_model_file, path, do_lower_case=True):
     """Writes `path` (tokenizer.json) for `spm_model_file`."""
     build(spm_model_file, do_lower_case).save(path)

@@ -1,74 +1,79 @@
-"""The original ALBERT's digit-comma rule, exactly, on a `tokenizers.Tokenizer` loaded from the
+"""The original ALBERT tokenization, exactly, on a `tokenizers.Tokenizer` loaded from the
 tokenizer.json that export_to_hf.py writes. Needs only `tokenizers`.
 
-The original (`encode_pieces`) rewrites a piece such as "6," or "▁16," where SentencePiece's
-search *chose* it: the piece without its comma and "▁"s is encoded again (SentencePiece gives it
-a "▁" prefix) and "," follows. tokenizer.json cannot say that: its Unigram model emits the pieces
-it matched and no later stage rewrites them, so the file rewrites such a piece wherever it
-occurs in the text, which differs where the search would have chosen other pieces ("16,000" is
-"▁16", ",000"). Here a Python pre-tokenizer runs the same Unigram search first, and where it
-chooses a learned digit-comma piece cuts the text there, the piece's digits (with the "▁" the
-second encoding adds) and its comma becoming words of their own.
+tokenizer.json cannot be exact in two places, both fixed here by doing SentencePiece's own work
+in a Python pre-tokenizer:
+- the search: `tokenizers`' Unigram adds scores in float64, SentencePiece in float32, which
+  decides between segmentations of equal score ("111": "11", "1" or "1", "11") by rounding that
+  depends on the whole line (unigram_search.py);
+- the digit-comma rule: the original (`encode_pieces`) rewrites a piece such as "6," or "▁16,"
+  where SentencePiece's search *chose* it (the piece without its comma and "▁"s is encoded again,
+  which gives it a "▁" prefix, and "," follows); tokenizer.json rewrites a learned one wherever
+  it occurs, which differs where the search would have chosen other pieces ("16,000" is "▁16",
+  ",000").
+The pre-tokenizer runs the search over the whole normalised line, applies the rule to the pieces
+it chose and cuts the line into exactly those pieces; a WordLevel model then gives each its id.
 """
 
 import json
 
-from tokenizers import Tokenizer, pre_tokenizers
+from tokenizers import Tokenizer, models, pre_tokenizers
 
 SPIECE_UNDERLINE = "\u2581"
-# The mark tokenizer.json's approximation of the rule for learned pieces inserts (and its
-# pre-tokenizer cuts at), albert_tf.text.hf_tokenizer.LEARNED_CUT: copied, as this file is used
-# alone in an exported folder.
+# The marks with which tokenizer.json's normalizer cuts the control pieces and rewrites the
+# digit-comma pieces (albert_tf.text.hf_tokenizer.CUT and LEARNED_CUT; copied, as this file is
+# used alone in an exported folder): the steps that insert them are the ones removed here.
+CUT = "\u0345"
 LEARNED_CUT = "\u0346"
 
 
-class DigitCommaRule:
-    """A custom pre-tokenizer applying the rule for `pieces`, searching with `model`."""
+def _ends_with_digit_comma(piece):
+    """The original's test for a piece its rule rewrites."""
+    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
-    def __init__(self, model, pieces):
-        self._model = model
-        self._pieces = frozenset(pieces)
 
-    def _split(self, _, word):
-        text = word.normalized
-        if "," not in text:
-            return [word]
-        parts, start, cut = [], 0, 0
-        for token in self._model.tokenize(text):
-            end = start + len(token.value)
-            if token.value in self._pieces:
-                if start > cut:
-                    parts.append(word.slice((cut, start)))
-                digits = word.slice((start, end - 1))
-                digits.replace(SPIECE_UNDERLINE, "")
-                digits.prepend(SPIECE_UNDERLINE)
-                parts += [digits, word.slice((end - 1, end))]
-                cut = end
-            start = end
-        if cut < len(text):
-            parts.append(word.slice((cut, len(text))))
+class OriginalPieces:
+    """A custom pre-tokenizer cutting a normalised line into the original's pieces."""
+
+    def __init__(self, search):
+        self._search = search
+
+    def _pieces(self, normalized):
+        text = normalized.normalized
+        return [(normalized.slice((start, end)), text[start:end])
+                for start, end, _ in self._search.segment(text)]
+
+    def _split(self, _, line):
+        parts = []
+        for piece, text in self._pieces(line):
+            if not _ends_with_digit_comma(text):
+                parts.append(piece)
+                continue
+            digits = piece.slice((0, len(text) - 1))
+            digits.replace(SPIECE_UNDERLINE, "")
+            digits.prepend(SPIECE_UNDERLINE)  # what SentencePiece adds when encoding them again
+            parts += [part for part, _ in self._pieces(digits)]
+            parts.append(piece.slice((len(text) - 1, len(text))))
         return parts
 
     def pre_tokenize(self, pretokenized):
         pretokenized.split(self._split)
 
 
-def exact_tokenizer(tokenizer, learned_pieces):
-    """`tokenizer` (from export_to_hf.py's tokenizer.json) with the rule applied exactly for
-    `learned_pieces`: the file's normalizer steps that rewrite those pieces wherever they occur
-    (those that insert LEARNED_CUT) are removed and `DigitCommaRule` runs after the file's
-    pre-tokenizer.
-    The result cannot be saved as JSON (its pre-tokenizer is Python)."""
-    if not learned_pieces:
-        return tokenizer
+def exact_tokenizer(tokenizer, search):
+    """`tokenizer` (from export_to_hf.py's tokenizer.json) made exact: its normaliser without
+    the steps that insert CUT or LEARNED_CUT (what remains is preprocess_text and SentencePiece's
+    normaliser), `OriginalPieces` with `search` (a unigram_search.UnigramSearch of the same
+    file) as pre-tokenizer and a WordLevel model over the same ids. The result cannot be saved
+    as JSON (its pre-tokenizer is Python)."""
     state = json.loads(tokenizer.to_str())
-    steps = (state.get("normalizer") or {}).get("normalizers") or []
-    kept = [step for step in steps if LEARNED_CUT not in step.get("content", "")]
-    if len(kept) == len(steps):
-        raise ValueError("tokenizer.json has no digit-comma step for the learned pieces "
-                         f"{list(learned_pieces)[:5]}: not a file export_to_hf.py wrote for them")
-    state["normalizer"]["normalizers"] = kept
+    steps = state["normalizer"]["normalizers"]
+    state["normalizer"]["normalizers"] = [
+        step for step in steps
+        if CUT not in step.get("content", "") and LEARNED_CUT not in step.get("content", "")]
+    vocab = state["model"]["vocab"]
     exact = Tokenizer.from_str(json.dumps(state))
-    rule = pre_tokenizers.PreTokenizer.custom(DigitCommaRule(exact.model, learned_pieces))
-    exact.pre_tokenizer = pre_tokenizers.Sequence([exact.pre_tokenizer, rule])
+    exact.pre_tokenizer = pre_tokenizers.PreTokenizer.custom(OriginalPieces(search))
+    exact.model = models.WordLevel({piece: index for index, (piece, _) in enumerate(vocab)},
+                                   unk_token=vocab[state["model"]["unk_id"]][0])
     return exact
