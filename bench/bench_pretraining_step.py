@@ -46,13 +46,13 @@ flags.DEFINE_bool("enable_xla", False, "Also pass --enable_xla to our loop.")
 FLAGS = flags.FLAGS
 
 
-def model_flops_per_step(config, batch):
+def model_flops_per_step(config, batch, seq=SEQ, predictions=PREDICTIONS):
     """3 x forward matrix-product FLOPs (2 per multiply-add), MLM head at masked positions."""
-    h, e, i, s, v = (config.hidden_size, config.embedding_size, config.intermediate_size, SEQ,
+    h, e, i, s, v = (config.hidden_size, config.embedding_size, config.intermediate_size, seq,
                      config.vocab_size)
     per_token = config.num_hidden_layers * (8 * h * h + 4 * h * i + 4 * s * h) + 2 * e * h
     per_masked = 2 * h * e + 2 * e * v
-    forward = batch * (s * per_token + PREDICTIONS * per_masked + 2 * h * h + 4 * h)
+    forward = batch * (s * per_token + predictions * per_masked + 2 * h * h + 4 * h)
     return 3 * forward
 
 
@@ -91,11 +91,15 @@ class _InMemoryTask(pretraining_task.PretrainingTask):
         self.batch = batch
 
     def train_dataset(self, input_context, batch_size):
-        return tf.data.Dataset.from_tensors(self.batch).repeat()
+        """The batch's first `batch_size` rows (a replica's share of it) for ever."""
+        return tf.data.Dataset.from_tensors({name: value[:batch_size]
+                                             for name, value in self.batch.items()}).repeat()
 
 
-def our_step(config, batch, precision, enable_xla, seq=SEQ, predictions=PREDICTIONS):
-    """A function running one training step of our loop (LAMB, MLM+SOP task)."""
+def our_step(config, batch, precision, enable_xla, seq=SEQ, predictions=PREDICTIONS,
+             strategy=None):
+    """A function running one training step of our loop (LAMB, MLM+SOP task) under `strategy`
+    (default: the default strategy, one CPU)."""
     output_dir = tempfile.mkdtemp(prefix="bench_pretraining_")
     training = loop.TrainingConfig(
         output_dir=output_dir, train_batch_size=batch, num_train_steps=10 ** 6,
@@ -103,7 +107,7 @@ def our_step(config, batch, precision, enable_xla, seq=SEQ, predictions=PREDICTI
         enable_xla=enable_xla)
     task = _InMemoryTask(config, synthetic_batch(config, batch, seq=seq, predictions=predictions),
                          seq, predictions)
-    trainer = loop.Trainer(task, tf.distribute.get_strategy(), training)
+    trainer = loop.Trainer(task, strategy or tf.distribute.get_strategy(), training)
     iterator = trainer.train_iterator()
     shutil.rmtree(output_dir, ignore_errors=True)
     return lambda: trainer.train_steps(iterator, 1)
