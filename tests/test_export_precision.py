@@ -64,6 +64,14 @@ def test_bfloat16_export_has_float32_signatures_and_bfloat16_products(exports):
             == {key: spec.dtype for key, spec in float_ids.structured_outputs.items()})
     assert "bfloat16" in _matmul_types(exports["bfloat16"])
     assert "bfloat16" not in _matmul_types(exports["float32"])
+    # The products' weights are stored in bfloat16 (no cast per call); LayerNorm and the
+    # embedding tables stay float32.
+    stored = {variable.name: variable.dtype.name
+              for variable in tf.saved_model.load(exports["bfloat16"]).variables}
+    kernels = {name: dtype for name, dtype in stored.items() if "kernel" in name}
+    assert kernels and set(kernels.values()) == {"bfloat16"}, stored
+    assert {dtype for name, dtype in stored.items()
+            if "gamma" in name or "beta" in name or "embeddings" in name} == {"float32"}, stored
     ids = tf.constant(np.random.RandomState(0).randint(5, 4000, (8, 30)), tf.int32)
     mask = tf.ones_like(ids)
     reference = _probabilities(exports["float32"], ids, mask)
