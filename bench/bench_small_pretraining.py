@@ -18,6 +18,9 @@ best float32 (or bfloat16) rate of a 1024x768 by 768x3072 product on all cores, 
 and after the steps. The CPU's model and ISA flags are printed first.
 
     .venv/bin/python bench/bench_small_pretraining.py [--steps=20] [--settings=float32,float32+2cpu]
+    git archive <commit> albert_tf | tar -x -C /tmp/before
+    .venv/bin/python bench/bench_small_pretraining.py --baseline_tree=/tmp/before \
+        --settings=baseline:float32,float32,float32+2cpu
 """
 
 import os
@@ -29,6 +32,8 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if os.environ.get("PYTHONPATH"):  # a baseline worker: its tree's albert_tf comes first
+    sys.path[:0] = os.environ["PYTHONPATH"].split(os.pathsep)
 
 from absl import app, flags, logging  # noqa: E402
 
@@ -39,6 +44,10 @@ import bench_pretraining_step  # noqa: E402
 flags.DEFINE_list("settings", ["float32", "float32+2cpu", "mixed_bfloat16",
                                "mixed_bfloat16+2cpu", "float32+xla"],
                   "precision[+xla][+Ncpu] settings; the first is the reference.")
+flags.DEFINE_string("baseline_tree", None, "A directory holding an earlier `albert_tf/` (e.g. "
+                    "`git archive <commit> albert_tf | tar -x -C DIR`): settings written "
+                    "`baseline:<setting>` run that code, so a change is measured against the "
+                    "code before it in the same run.")
 flags.DEFINE_string("worker", None, "Internal: run one setting, stepping once per stdin line.")
 FLAGS = flags.FLAGS  # --steps (measured steps per setting) comes from bench_pretraining_step
 
@@ -51,8 +60,8 @@ def demo_model():
 
 
 def parse_setting(setting):
-    """(precision, enable_xla, cpu_replicas) of `precision[+xla][+Ncpu]`."""
-    precision, *options = setting.split("+")
+    """(precision, enable_xla, cpu_replicas) of `[baseline:]precision[+xla][+Ncpu]`."""
+    precision, *options = setting.removeprefix("baseline:").split("+")
     replicas = [int(o[:-3]) for o in options if o.endswith("cpu") and o[:-3].isdigit()]
     unknown = [o for o in options if o != "xla" and not (o.endswith("cpu") and o[:-3].isdigit())]
     if unknown or precision not in ("float32", "mixed_bfloat16") or len(replicas) > 1:
@@ -63,8 +72,10 @@ def parse_setting(setting):
 def worker(setting):
     """Builds the setting's trainer, then runs one step per line read; answers wall and CPU s."""
     precision, xla, replicas = parse_setting(setting)
-    from albert_tf.training import strategy as strategy_lib
-    strategy = strategy_lib.resolve_strategy(cpu_replicas=replicas)
+    strategy = None  # the default strategy, as baseline code has it
+    if replicas > 1:
+        from albert_tf.training import strategy as strategy_lib
+        strategy = strategy_lib.resolve_strategy(cpu_replicas=replicas)
     config, batch, seq, predictions = demo_model()
     step = bench_pretraining_step.our_step(config, batch, precision, xla, seq=seq,
                                            predictions=predictions, strategy=strategy)
@@ -77,9 +88,13 @@ def worker(setting):
 
 
 def start_worker(setting):
+    env = dict(os.environ)
+    if setting.startswith("baseline:"):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [FLAGS.baseline_tree,
+                                                          env.get("PYTHONPATH")]))
     process = subprocess.Popen(
         [sys.executable, os.path.abspath(__file__), f"--worker={setting}"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     line = process.stdout.readline()
     if line.strip() != "READY":
         process.kill()
@@ -100,6 +115,8 @@ def main(_):
         return worker(FLAGS.worker)
     for setting in FLAGS.settings:
         parse_setting(setting)
+        if setting.startswith("baseline:") and not FLAGS.baseline_tree:
+            raise app.UsageError(f"--settings: {setting} needs --baseline_tree")
     model, isa = precision_choice.cpu_description()
     print(f"CPU: {model}; ISA: {', '.join(isa)}; cores: {len(os.sched_getaffinity(0))}; "
           f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
