@@ -28,10 +28,10 @@ MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 
 def masked_lm_losses(features, outputs):
     """Per-position −log p(masked_lm_ids) [B,M] and the weights [B,M] (float32)."""
-    # One fused op (log-sum-exp minus the id's logit; its gradient softmax − one-hot) instead of
-    # the original's log_softmax · one_hot: the same values, without passes over [B,M,V].
-    per_position = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.cast(features["masked_lm_ids"], tf.int32), logits=outputs["mlm_logits"])
+    log_probs = tf.nn.log_softmax(outputs["mlm_logits"], axis=-1)
+    ids = tf.cast(features["masked_lm_ids"], tf.int32)
+    per_position = -tf.reduce_sum(
+        tf.one_hot(ids, tf.shape(log_probs)[-1], dtype=log_probs.dtype) * log_probs, axis=-1)
     return per_position, tf.cast(features["masked_lm_weights"], tf.float32)
 
 
