@@ -50,9 +50,11 @@ def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
                 "when TF_CONFIG names several workers, mirrored over 2+ local GPUs, one "
                 "device otherwise.")
     define.integer("cpu_replicas", 1, "Split the CPU into this many logical devices and train "
-                   "data-parallel over them (MirroredStrategy), each op on cores / N threads: "
-                   "faster for small models on a multi-core CPU; the same global batch, losses "
-                   "and checkpoints as 1 (new).", lower_bound=1)
+                   "data-parallel over them (MirroredStrategy), each op on cores / N threads; "
+                   "the same global batch, losses and checkpoints as 1 (new). Meant for small "
+                   "models whose ops gain little from more threads; on a loaded machine it "
+                   "was slower (bench/RESULTS.md): measure with "
+                   "bench/bench_small_pretraining.py first.", lower_bound=1)
 
 
 def define_performance_flags(flag_values=flags.FLAGS):

@@ -7,10 +7,12 @@ MirroredStrategy over 2+ local GPUs; OneDeviceStrategy on a single GPU; the defa
 
 --cpu_replicas=N (N > 1) splits the CPU into N logical devices and trains data-parallel over
 them under MirroredStrategy, each op on cores / N intra-op threads: at the small model's shapes
-(hidden 128, batch 64 x 64) an op gains little from a second thread, while two replicas of half
-the batch keep both cores busy. The global batch, the loss per step and the checkpoints are the
-same as one replica's (the loop sums gradients over replicas before one update). It must be set
-before TensorFlow's runtime starts (the first op or device listing).
+(hidden 128, batch 64 x 64) an op gains little from a second thread, so two replicas of half
+the batch may use two cores better; the replicas wait for each other at every step's sums,
+which a loaded machine makes slow (measured in bench/RESULTS.md). The global batch, the loss per
+step and the checkpoints are the same as one replica's (the loop sums gradients over replicas
+before one update). It must be set before TensorFlow's runtime starts (the first op or device
+listing).
 """
 
 import json
