@@ -19,7 +19,8 @@ ALBERT-base (v2 config), float32, real-length text, one invocation, round-robin.
   `AlbertForSequenceClassification` in eval mode under `torch.no_grad()` on the same ids without
   padding (batch 32: padded to the longest row). One call of each in turn; p50 and p99.
   Export precisions (`--export_precision`), on the same `ids` requests: the bfloat16 export
-  (mixed_bfloat16 policy: products in bfloat16) and the int8 `model.tflite` called through
+  (bfloat16 policy: products and their weights in bfloat16; `--serving_exports=mixed_bfloat16`
+  adds the earlier one, float32 weights cast per call) and the int8 `model.tflite` called through
   `serving.tflite_servable` as `serve.py --prefer_tflite_model` calls it (XNNPACK, 2 threads).
 * SQuAD prediction: the windows of `data/squad_v1_excerpt.json` (repeated to `--squad_copies`
   times the questions), `--max_seq_length=384`, stride 128, query 64, batch 8. Ours =
@@ -76,8 +77,14 @@ flags.DEFINE_integer("latency_runs", 100, "Batch-1 requests per implementation."
 flags.DEFINE_integer("batch_runs", 20, "Batch-32 requests per implementation.")
 flags.DEFINE_list("measure", ["training", "serving", "squad"], "Which parts to measure.")
 flags.DEFINE_list("serving_exports", ["bfloat16", "int8"], "Exports measured beside float32 in "
-                  "--measure=serving (drop bfloat16 where TensorFlow's bfloat16 kernels cannot "
-                  "run, e.g. with ONEDNN_MAX_CPU_ISA=AVX2 on a CPU with AVX-512 BF16).")
+                  "--measure=serving: bfloat16 (weights stored in bfloat16, as "
+                  "--export_precision=bfloat16 writes them), mixed_bfloat16 (the earlier "
+                  "bfloat16 export: float32 weights cast per call), int8. Drop the bfloat16 "
+                  "ones where TensorFlow's bfloat16 kernels cannot run, e.g. with "
+                  "ONEDNN_MAX_CPU_ISA=AVX2 on a CPU with AVX-512 BF16.")
+flags.DEFINE_bool("serving_hf", True, "--measure=serving: also time Hugging Face (the ratios' "
+                  "reference). Without it the reference is our float32 `ids` signature: on a "
+                  "loaded machine PyTorch's waiting threads slow the calls timed after it.")
 FLAGS = flags.FLAGS
 
 SEQ, SQUAD_SEQ = 128, 384
@@ -216,19 +223,22 @@ def measure_serving(config, spm_file, work_dir):
     loaded = tf.saved_model.load(classifier_export.write_saved_model(
         signatures, os.path.join(work_dir, "export")))
     exports = {}
-    if "bfloat16" in FLAGS.serving_exports:
-        exports["bfloat16"] = tf.saved_model.load(classifier_export.write_saved_model(
-            bfloat16_signatures(config, model, spm_file),
-            os.path.join(work_dir, "bfloat16"))).signatures["ids"]
+    for policy in ("bfloat16", "mixed_bfloat16"):
+        if policy in FLAGS.serving_exports:
+            exports[policy] = tf.saved_model.load(classifier_export.write_saved_model(
+                bfloat16_signatures(config, model, spm_file, policy),
+                os.path.join(work_dir, policy))).signatures["ids"]
     if "int8" in FLAGS.serving_exports:
         exports["int8"] = tflite_servable.TfliteRunner(classifier_export.write_saved_model(
             signatures, os.path.join(work_dir, "int8"), include_text=False, with_tflite=True),
             "albert", 1, 1024).signatures["ids"]
     hf = transformers.AlbertForSequenceClassification(hf_interop.huggingface_config(
         config, num_labels=2, attn_implementation=None)).eval()
+    reference_name = ("HF eval, no_grad, no padding" if FLAGS.serving_hf
+                      else "ours, `ids` signature")
     print(f"\nServing latency, movie-review sentences, max_seq_length {SEQ}, round-robin")
-    print("| implementation | batch | p50 ms | p99 ms | p50 vs HF |")
-    print("|---|---|---|---|---|")
+    print(f"| implementation | batch | p50 ms | p99 ms | p50 CPU ms | p50 vs {reference_name} |")
+    print("|---|---|---|---|---|---|")
     for batch, runs in ((1, FLAGS.latency_runs), (32, FLAGS.batch_runs)):
         requests = serving_requests(tokenizer, batch, runs + 3)
         calls = {
@@ -238,36 +248,43 @@ def measure_serving(config, spm_file, work_dir):
                 input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
                 segment_ids=tf.zeros_like(tf.constant(r[1]))),
             "HF eval, no_grad, no padding": lambda r: _hf_call(torch, hf, r)}
-        if "bfloat16" in exports:
-            calls["ours, `ids`, bfloat16 export"] = lambda r: exports["bfloat16"](
-                input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
-                segment_ids=tf.zeros_like(tf.constant(r[1])))
+        if not FLAGS.serving_hf:
+            del calls["HF eval, no_grad, no padding"]
+        for policy, label in (("bfloat16", "bfloat16 export"),
+                              ("mixed_bfloat16", "mixed_bfloat16 export (weights cast per call)")):
+            if policy in exports:
+                calls[f"ours, `ids`, {label}"] = lambda r, policy=policy: exports[policy](
+                    input_ids=tf.constant(r[1]), input_mask=tf.constant(r[2]),
+                    segment_ids=tf.zeros_like(tf.constant(r[1])))
         if "int8" in exports:
             calls["ours, `ids`, int8 model.tflite"] = lambda r: exports["int8"](
                 input_ids=r[1], input_mask=r[2], segment_ids=np.zeros_like(r[1]))
         times = {name: [] for name in calls}
+        cpu_times = {name: [] for name in calls}
         for index, request in enumerate(requests):
             for name, call in calls.items():
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 call(request)
                 elapsed = time.perf_counter() - start
                 if index >= 3:  # warm-up requests
                     times[name].append(elapsed * 1000.0)
-        reference = np.median(times["HF eval, no_grad, no padding"])
+                    cpu_times[name].append((time.process_time() - cpu_start) * 1000.0)
+        reference = np.median(times[reference_name])
         for name, values in times.items():
             p50, p99 = np.percentile(values, [50, 99])
-            print(f"| {name} | {batch} | {p50:.1f} | {p99:.1f} | {p50 / reference:.2f}× |")
+            print(f"| {name} | {batch} | {p50:.1f} | {p99:.1f} | {np.median(cpu_times[name]):.1f} "
+                  f"| {p50 / reference:.2f}× |")
 
 
-def bfloat16_signatures(config, float_model, spm_file):
-    """`ClassifierSignatures` of a mixed_bfloat16 copy of `float_model`, as
-    `--export_precision=bfloat16` loads it."""
+def bfloat16_signatures(config, float_model, spm_file, policy="bfloat16"):
+    """`ClassifierSignatures` of a copy of `float_model` under the Keras `policy`: bfloat16 as
+    `--export_precision=bfloat16` loads it, or mixed_bfloat16 as it did before."""
     import keras
     from albert_tf.text import tf_tokenization
     from albert_tf.export import classifier as classifier_export
     from albert_tf.modeling import classifier, encoder
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_bfloat16")
+    keras.config.set_dtype_policy(policy)
     try:
         model = classifier.AlbertClassifier(encoder.AlbertEncoder(config, skip_padding=True), 2)
     finally:

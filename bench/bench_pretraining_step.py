@@ -15,6 +15,8 @@ products (forward + backward) with the MLM head at the masked positions only, th
 for both implementations.
 
     .venv/bin/python bench/bench_pretraining_step.py [--batch_sizes=8,32] [--steps=3]
+    ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 .venv/bin/python \
+        bench/bench_pretraining_step.py --precisions=float32    # an AVX2-only CPU, emulated
 """
 
 import os
@@ -46,13 +48,13 @@ flags.DEFINE_bool("enable_xla", False, "Also pass --enable_xla to our loop.")
 FLAGS = flags.FLAGS
 
 
-def model_flops_per_step(config, batch):
+def model_flops_per_step(config, batch, seq=SEQ, predictions=PREDICTIONS):
     """3 x forward matrix-product FLOPs (2 per multiply-add), MLM head at masked positions."""
-    h, e, i, s, v = (config.hidden_size, config.embedding_size, config.intermediate_size, SEQ,
+    h, e, i, s, v = (config.hidden_size, config.embedding_size, config.intermediate_size, seq,
                      config.vocab_size)
     per_token = config.num_hidden_layers * (8 * h * h + 4 * h * i + 4 * s * h) + 2 * e * h
     per_masked = 2 * h * e + 2 * e * v
-    forward = batch * (s * per_token + PREDICTIONS * per_masked + 2 * h * h + 4 * h)
+    forward = batch * (s * per_token + predictions * per_masked + 2 * h * h + 4 * h)
     return 3 * forward
 
 
@@ -91,11 +93,15 @@ class _InMemoryTask(pretraining_task.PretrainingTask):
         self.batch = batch
 
     def train_dataset(self, input_context, batch_size):
-        return tf.data.Dataset.from_tensors(self.batch).repeat()
+        """The batch's first `batch_size` rows (a replica's share of it) for ever."""
+        return tf.data.Dataset.from_tensors({name: value[:batch_size]
+                                             for name, value in self.batch.items()}).repeat()
 
 
-def our_step(config, batch, precision, enable_xla, seq=SEQ, predictions=PREDICTIONS):
-    """A function running one training step of our loop (LAMB, MLM+SOP task)."""
+def our_step(config, batch, precision, enable_xla, seq=SEQ, predictions=PREDICTIONS,
+             strategy=None):
+    """A function running one training step of our loop (LAMB, MLM+SOP task) under `strategy`
+    (default: the default strategy, one CPU)."""
     output_dir = tempfile.mkdtemp(prefix="bench_pretraining_")
     training = loop.TrainingConfig(
         output_dir=output_dir, train_batch_size=batch, num_train_steps=10 ** 6,
@@ -103,7 +109,7 @@ def our_step(config, batch, precision, enable_xla, seq=SEQ, predictions=PREDICTI
         enable_xla=enable_xla)
     task = _InMemoryTask(config, synthetic_batch(config, batch, seq=seq, predictions=predictions),
                          seq, predictions)
-    trainer = loop.Trainer(task, tf.distribute.get_strategy(), training)
+    trainer = loop.Trainer(task, strategy or tf.distribute.get_strategy(), training)
     iterator = trainer.train_iterator()
     shutil.rmtree(output_dir, ignore_errors=True)
     return lambda: trainer.train_steps(iterator, 1)
@@ -164,8 +170,11 @@ def torch_matmul_rate(repeats=20):
 
 
 def measure_rates():
-    rates = {"float32": tf_matmul_rate(tf.float32), "mixed_bfloat16": tf_matmul_rate(tf.bfloat16),
-             "torch_float32": torch_matmul_rate()}
+    """Product rates of float32 (TF, PyTorch) and, when measured, bfloat16 (not with oneDNN
+    capped to AVX2, where TensorFlow's bfloat16 product cannot be built)."""
+    rates = {"float32": tf_matmul_rate(tf.float32), "torch_float32": torch_matmul_rate()}
+    if "mixed_bfloat16" in FLAGS.precisions:
+        rates["mixed_bfloat16"] = tf_matmul_rate(tf.bfloat16)
     print(f"cores: {len(os.sched_getaffinity(0))}; matrix-product rate (GFLOP/s): "
           + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()), flush=True)
     return rates
@@ -193,7 +202,7 @@ def main(_):
     # The machine is shared: take the best matrix-product rate seen before and after.
     rates = {name: max(rate, rates[name]) for name, rate in measure_rates().items()}
     peak = {"float32": max(rates["float32"], rates["torch_float32"]),
-            "mixed_bfloat16": rates["mixed_bfloat16"]}
+            "mixed_bfloat16": rates.get("mixed_bfloat16", float("nan"))}
     print(f"MFU denominators (best product rate here, GFLOP/s): float32 "
           f"{peak['float32'] / 1e9:.1f}, bfloat16 {peak['mixed_bfloat16'] / 1e9:.1f}")
     print("\n| implementation | precision | batch | s/step | examples/s | vs HF float32 | MFU |")

@@ -65,6 +65,14 @@ def test_bfloat16_export_has_float32_signatures_and_bfloat16_products(exports):
             == {key: spec.dtype for key, spec in float_ids.structured_outputs.items()})
     assert "bfloat16" in _matmul_types(exports["bfloat16"])
     assert "bfloat16" not in _matmul_types(exports["float32"])
+    # The products' weights are stored in bfloat16 (no cast per call); LayerNorm and the
+    # embedding tables stay float32.
+    stored = {variable.name: variable.dtype.name
+              for variable in tf.saved_model.load(exports["bfloat16"]).variables}
+    kernels = {name: dtype for name, dtype in stored.items() if "kernel" in name}
+    assert kernels and set(kernels.values()) == {"bfloat16"}, stored
+    assert {dtype for name, dtype in stored.items()
+            if "gamma" in name or "beta" in name or "embeddings" in name} == {"float32"}, stored
     ids = tf.constant(np.random.RandomState(0).randint(5, 4000, (8, 30)), tf.int32)
     mask = tf.ones_like(ids)
     reference = _probabilities(exports["float32"], ids, mask)
@@ -261,3 +269,31 @@ def test_squad_int8_is_the_only_export_with_model_tflite_and_warms_up_what_it_se
     assert _warmup_signatures(versions["int8"]) == {"serving_default"}
     with pytest.raises(ValueError, match="--export_precision must be one of .* for SQuAD"):
         squad_export.export_from_checkpoint(None, None, None, export_precision="bfloat16")
+
+
+def test_bfloat16_weights_answer_exactly_as_float32_weights_cast_per_call():
+    """The bfloat16 export's policy (weights rounded to bfloat16 once) gives the outputs of the
+    mixed_bfloat16 policy (float32 weights rounded at every call), bit for bit: storing the
+    weights in bfloat16 changes the bytes read, not the answers."""
+    keras.utils.set_random_seed(0)
+    config = brown_config()
+    models = {}
+    for policy in ("mixed_bfloat16", "bfloat16"):
+        previous = keras.config.dtype_policy()
+        keras.config.set_dtype_policy(policy)
+        try:
+            models[policy] = classifier.AlbertClassifier(encoder.AlbertEncoder(config), 2)
+        finally:
+            keras.config.set_dtype_policy(previous)
+    for name, variable in models["bfloat16"].checkpoint_variables().items():
+        variable.assign(models["mixed_bfloat16"].checkpoint_variables()[name])
+    ids = tf.constant(np.random.RandomState(0).randint(5, 4000, (8, 30)), tf.int32)
+    mask = tf.constant((np.arange(30)[None] < np.random.RandomState(1).randint(5, 31, (8, 1)))
+                       .astype(np.int32))
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": tf.zeros_like(ids)}
+    logits = {policy: model(inputs, training=False)["logits"].numpy()
+              for policy, model in models.items()}
+    assert {variable.dtype for variable in models["bfloat16"].checkpoint_variables().values()
+            } == {"bfloat16", "float32"}  # products' weights; LayerNorm, tables and head
+    assert np.ptp(logits["mixed_bfloat16"]) > 0  # the answers differ between examples
+    np.testing.assert_array_equal(logits["bfloat16"], logits["mixed_bfloat16"])

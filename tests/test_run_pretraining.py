@@ -308,3 +308,38 @@ def test_seed_makes_two_runs_train_the_same_weights(records, tmp_path):
     name = "bert/embeddings/word_embeddings"
     np.testing.assert_array_equal(final["a"][name], final["b"][name])
     assert not np.array_equal(final["a"][name], final["c"][name])
+
+
+def test_two_cpu_replicas_train_as_one_and_resume_exactly(records, tmp_path):
+    """--cpu_replicas=2 (MirroredStrategy over 2 logical CPUs, half the global batch each) logs
+    the losses and writes the weights of one replica at the same global batch; rewound to
+    model.ckpt-2, as a run killed after it leaves it, the same command ends on the same bytes."""
+    common = ("--do_train", "--seed=7", "--train_batch_size=8", "--num_train_steps=4",
+              "--num_warmup_steps=0", "--learning_rate=0.005", "--save_checkpoints_steps=2",
+              "--iterations_per_loop=1")
+    runs = {}
+    for replicas in (1, 2):
+        output_dir = tmp_path / f"replicas{replicas}"
+        log = run_python(_command(records, output_dir, *common,
+                                  f"--cpu_replicas={replicas}")).stderr
+        steps, losses = read_scalars(str(output_dir))["loss"]
+        runs[replicas] = {"dir": output_dir, "log": log, "steps": steps, "losses": losses,
+                          "final": checkpoints.read_tensors(str(output_dir / "model.ckpt-4"))}
+    assert "mirrored over 2 logical CPUs" in runs[2]["log"]
+    assert "2 replica(s) in sync" in runs[2]["log"]
+    assert runs[1]["steps"] == runs[2]["steps"] == [1, 2, 3, 4]
+    np.testing.assert_allclose(runs[2]["losses"], runs[1]["losses"], rtol=1e-5)
+    for name, value in runs[1]["final"].items():
+        np.testing.assert_allclose(runs[2]["final"][name], value, rtol=1e-4, atol=1e-6,
+                                   err_msg=name)
+    moved = runs[2]["final"]["bert/pooler/dense/kernel"] - checkpoints.read_tensors(
+        str(runs[2]["dir"] / "model.ckpt-2"))["bert/pooler/dense/kernel"]
+    # Steps 3 and 4 moved it by over 10x the tolerance (weights ~0.02: 1e-4 x 0.02 + 1e-6).
+    assert np.abs(moved).max() > 5e-5
+    output_dir = runs[2]["dir"]
+    checkpoints.write_checkpoint_state(str(output_dir), str(output_dir / "model.ckpt-2"))
+    log = run_python(_command(records, output_dir, *common, "--cpu_replicas=2")).stderr
+    assert re.search(r"Resumed from \S+model\.ckpt-2: global_step 2", log)
+    again = checkpoints.read_tensors(str(output_dir / "model.ckpt-4"))
+    assert [name for name, value in runs[2]["final"].items()
+            if value.tobytes() != again[name].tobytes()] == []

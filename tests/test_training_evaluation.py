@@ -154,6 +154,15 @@ def test_strategy_choice(monkeypatch):
         strategy_lib.resolve_strategy("mirrored", use_tpu=True)
     with pytest.raises(ValueError, match="--distribution_strategy must be one of"):
         strategy_lib.resolve_strategy("horovod")
+    with pytest.raises(ValueError, match="--cpu_replicas=2 .* conflicts with "
+                                         "--distribution_strategy=one_device"):
+        strategy_lib.resolve_strategy("one_device", cpu_replicas=2)
+    with pytest.raises(ValueError, match="conflicts with --use_tpu"):
+        strategy_lib.resolve_strategy(use_tpu=True, cpu_replicas=2)
+    tf.constant(0)  # the runtime has started: the CPU can no longer be split
+    with pytest.raises(ValueError, match="--cpu_replicas=2 must be applied before "
+                                         "TensorFlow's runtime starts"):
+        strategy_lib.resolve_strategy(cpu_replicas=2)
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1", "b:2"]},
                                                 "task": {"type": "worker", "index": 0}}))
     assert strategy_lib._cluster_task_count() == 2

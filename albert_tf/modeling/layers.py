@@ -8,8 +8,10 @@ loaded into a model that has never run. Each layer names its own variables in th
 with their scope. Nothing outside `albert_tf/modeling/` knows the names.
 
 Precision: variables are float32. Matrix products run in the layer's compute dtype (bfloat16 or
-float16 under a Keras mixed policy); LayerNorm, softmax and logits run in the variable dtype
-(float32), as `float32_policy(layer)` arranges.
+float16 under a Keras mixed policy); LayerNorm, softmax and logits run in float32, as
+`float32_policy(layer)` arranges. Under the plain `bfloat16` policy (the bfloat16 export, never
+training) the products' weights are also stored in bfloat16, so a call reads half the bytes
+and casts none; LayerNorm, the embedding tables and the float32 heads keep float32 variables.
 """
 
 import collections
@@ -40,8 +42,11 @@ def get_activation(name):
 
 
 def float32_policy(layer_or_policy):
-    """The policy that keeps a mixed-precision model's LayerNorm/softmax/logits in float32."""
+    """The policy that keeps a mixed-precision or bfloat16 model's LayerNorm/softmax/logits in
+    float32."""
     policy = keras.dtype_policies.get(layer_or_policy)
+    if policy.compute_dtype in ("bfloat16", "float16"):
+        return keras.DTypePolicy("float32")
     return keras.DTypePolicy(policy.variable_dtype)
 
 

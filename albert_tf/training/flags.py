@@ -13,7 +13,8 @@ takes the script's defaults:
                                                        num_warmup_steps=FLAGS.warmup_step)
 
 `define_training_flags` also defines the distribution flags (`--use_tpu`, `--tpu_name`,
-`--tpu_zone`, `--gcp_project`, `--master`, `--num_tpu_cores`, `--distribution_strategy`) and the
+`--tpu_zone`, `--gcp_project`, `--master`, `--num_tpu_cores`, `--distribution_strategy`,
+`--cpu_replicas`) and the
 performance flags (`--precision`, `--enable_xla`, `--gradient_accumulation_steps`). Step-count
 flags differ by script (`num_train_steps`, `train_step`, `num_train_epochs`) and stay in the
 scripts, which pass the resulting counts to `training_config_from_flags`.
@@ -48,6 +49,12 @@ def define_distribution_flags(num_tpu_cores=8, flag_values=flags.FLAGS):
                 "tf.distribute strategy. auto: TPU with --use_tpu, multi-worker mirrored "
                 "when TF_CONFIG names several workers, mirrored over 2+ local GPUs, one "
                 "device otherwise.")
+    define.integer("cpu_replicas", 1, "Split the CPU into this many logical devices and train "
+                   "data-parallel over them (MirroredStrategy), each op on cores / N threads; "
+                   "the same global batch, losses and checkpoints as 1 (new). Meant for small "
+                   "models whose ops gain little from more threads; on a loaded machine it "
+                   "was slower (bench/RESULTS.md): measure with "
+                   "bench/bench_small_pretraining.py first.", lower_bound=1)
 
 
 def define_performance_flags(flag_values=flags.FLAGS):
@@ -217,7 +224,7 @@ def strategy_from_flags(flag_values):
         distribution_strategy=flag_values.distribution_strategy, use_tpu=flag_values.use_tpu,
         tpu_name=flag_values.tpu_name, tpu_zone=flag_values.tpu_zone,
         gcp_project=flag_values.gcp_project, master=flag_values.master,
-        num_tpu_cores=flag_values.num_tpu_cores)
+        num_tpu_cores=flag_values.num_tpu_cores, cpu_replicas=flag_values.cpu_replicas)
 
 
 def flow_from_flags(flag_values):

@@ -4,6 +4,15 @@ auto: TPUStrategy with --use_tpu (TPUClusterResolver from --tpu_name/--master, -
 --gcp_project); MultiWorkerMirroredStrategy when TF_CONFIG names more than one task;
 MirroredStrategy over 2+ local GPUs; OneDeviceStrategy on a single GPU; the default strategy
 (one CPU) otherwise. --distribution_strategy forces one of them.
+
+--cpu_replicas=N (N > 1) splits the CPU into N logical devices and trains data-parallel over
+them under MirroredStrategy, each op on cores / N intra-op threads: at the small model's shapes
+(hidden 128, batch 64 x 64) an op gains little from a second thread, so two replicas of half
+the batch may use two cores better; the replicas wait for each other at every step's sums,
+which a loaded machine makes slow (measured in bench/RESULTS.md). The global batch, the loss per
+step and the checkpoints are the same as one replica's (the loop sums gradients over replicas
+before one update). It must be set before TensorFlow's runtime starts (the first op or device
+listing).
 """
 
 import json
@@ -43,9 +52,29 @@ def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master, num_tpu_cores):
     return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=device_assignment)
 
 
+def split_cpu(replicas):
+    """Splits the CPU into `replicas` logical devices (each op on cores / replicas intra-op
+    threads, `replicas` ops at a time); returns their names. Raises UserInputError once
+    TensorFlow's runtime has started, when the split can no longer be made."""
+    cores = len(os.sched_getaffinity(0))
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)])
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, cores // replicas))
+        tf.config.threading.set_inter_op_parallelism_threads(replicas)
+    except RuntimeError as error:
+        raise errors.UserInputError(
+            f"--cpu_replicas={replicas} must be applied before TensorFlow's runtime starts, but "
+            f"it has already started ({error})") from error
+    return [f"/cpu:{index}" for index in range(replicas)]
+
+
 def resolve_strategy(distribution_strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None,
-                     gcp_project=None, master=None, num_tpu_cores=8):
+                     gcp_project=None, master=None, num_tpu_cores=8, cpu_replicas=1):
     """Returns the strategy the flags ask for; logs the choice and the replica count."""
+    if cpu_replicas > 1:
+        return _cpu_replicas_strategy(distribution_strategy, use_tpu, cpu_replicas)
     if distribution_strategy not in STRATEGIES:
         raise errors.UserInputError(f"--distribution_strategy must be one of {', '.join(STRATEGIES)}, "
                          f"got {distribution_strategy!r}")
@@ -78,6 +107,24 @@ def resolve_strategy(distribution_strategy="auto", use_tpu=False, tpu_name=None,
         strategy = tf.distribute.get_strategy()
     logging.info("Distribution: %s (%s), %d replica(s) in sync", choice,
                  type(strategy).__name__, strategy.num_replicas_in_sync)
+    return strategy
+
+
+def _cpu_replicas_strategy(distribution_strategy, use_tpu, cpu_replicas):
+    if use_tpu or distribution_strategy not in ("auto", "mirrored"):
+        asked = "--use_tpu" if use_tpu else f"--distribution_strategy={distribution_strategy}"
+        raise errors.UserInputError(
+            f"--cpu_replicas={cpu_replicas} trains under MirroredStrategy over logical CPUs and "
+            f"conflicts with {asked}; drop one of them")
+    devices = split_cpu(cpu_replicas)
+    if tf.config.list_logical_devices("GPU"):
+        raise errors.UserInputError(f"--cpu_replicas={cpu_replicas} is for CPU-only machines, "
+                                    "but this one has a GPU; drop it")
+    strategy = tf.distribute.MirroredStrategy(devices)
+    logging.info("Distribution: mirrored over %d logical CPUs (%d intra-op thread(s) each), %d "
+                 "replica(s) in sync", cpu_replicas,
+                 tf.config.threading.get_intra_op_parallelism_threads(),
+                 strategy.num_replicas_in_sync)
     return strategy
 
 
