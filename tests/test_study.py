@@ -3,12 +3,13 @@ end, run twice (CI checks the machinery, never the scores)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from albert_tf.demo import study, study_cells, study_report
+from albert_tf.demo import study, study_cells, study_report, verdicts
 from tests.conftest import REPO_ROOT
 
 
@@ -86,29 +87,66 @@ def _measurements(sop_heldout, nsp_heldout, scores):
 
 
 def _verdicts(measurements):
-    return {f["claim"].split(" (")[0]: f["reproduced"] for f in study_report.findings(measurements)}
+    """{claim without its bracketed reference: verdict}."""
+    return {re.sub(r" \([^)]*\)", "", f["claim"]): f["verdict"] for f in study_report.findings(measurements)}
 
 
-def test_findings_follow_the_measured_numbers_in_either_direction():
+def test_the_verdict_rule_needs_two_standard_errors_either_way():
+    assert verdicts.verdict(0.021, 0.01) == verdicts.REPRODUCED
+    assert verdicts.verdict(0.019, 0.01) == verdicts.NOT_RESOLVED  # inside two SE: never reproduced
+    assert verdicts.verdict(-0.019, 0.01) == verdicts.NOT_RESOLVED
+    assert verdicts.verdict(-0.021, 0.01) == verdicts.NOT_REPRODUCED
+    assert verdicts.verdict(0.5, None) == verdicts.NOT_RESOLVED  # one seed: no spread to judge by
+    # differences 0.02, 0.00, 0.04: mean 0.02, sd 0.02, SE 0.02/sqrt(3) = 0.0115 -> 0.02 < 0.023
+    comparison = verdicts.paired([0.62, 0.60, 0.64], [0.60, 0.60, 0.60])
+    assert comparison["gain"] == pytest.approx(0.02) and comparison["positive"] == 2
+    assert comparison["se"] == pytest.approx(0.02 / 3 ** 0.5)
+    assert verdicts.verdict(comparison["gain"], comparison["se"]) == verdicts.NOT_RESOLVED
+    assert verdicts.binomial_se(0.5, 100) == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="same seeds"):
+        verdicts.paired([0.6, 0.7], [0.6])
+
+
+def test_findings_follow_the_measured_numbers_and_their_spread():
+    # 10 held-out pairs: binomial SE about 0.15, so only large held-out differences decide
     as_paper = _verdicts(_measurements(
-        {"base": 0.8, "nsp": 0.62}, {"base": 0.7, "mlm-only": 0.5},
-        {"base": [0.8, 0.81, 0.82], "nsp": [0.7, 0.7, 0.7], "random-init": [0.5, 0.5, 0.5]}))
-    assert as_paper["SOP-trained beats NSP-trained on held-out SOP pairs"]
-    assert as_paper["NSP-trained solves SOP near chance"]
-    assert as_paper["SOP-trained solves NSP better than MLM-only"]
-    assert as_paper["not-shared has more parameters than all-shared"]
-    assert as_paper["a smaller E gives fewer parameters"]
-    assert as_paper["SOP fine-tunes better than NSP"]
-    assert as_paper["pretraining beats random init: base"]
+        {"base": 0.99, "nsp": 0.60}, {"base": 0.99, "mlm-only": 0.5},
+        {"base": [0.8, 0.81, 0.82], "nsp": [0.7, 0.7, 0.71], "random-init": [0.5, 0.5, 0.52]}))
+    assert as_paper["SOP-trained beats NSP-trained on held-out SOP pairs"] == verdicts.REPRODUCED
+    assert as_paper["SOP-trained solves held-out NSP pairs above the majority label"] == verdicts.REPRODUCED
+    assert as_paper["not-shared has more parameters than all-shared"] == verdicts.REPRODUCED
+    assert as_paper["a smaller E gives fewer parameters"] == verdicts.REPRODUCED
+    assert as_paper["SOP fine-tunes better than NSP, sst2"] == verdicts.REPRODUCED
+    assert as_paper["pretraining beats random init: base, pos"] == verdicts.REPRODUCED
 
     against = _verdicts(_measurements(
-        {"base": 0.55, "nsp": 0.7}, {"base": 0.5, "mlm-only": 0.6},  # majority label: 60%
-        {"base": [0.5, 0.5, 0.5], "nsp": [0.7, 0.7, 0.7], "random-init": [0.6, 0.6, 0.6]}))
-    assert not against["SOP-trained beats NSP-trained on held-out SOP pairs"]
-    assert not against["NSP-trained solves SOP near chance"]
-    assert not against["SOP-trained solves NSP better than MLM-only"]
-    assert not against["SOP fine-tunes better than NSP"]
-    assert not against["pretraining beats random init: base"]
+        {"base": 0.3, "nsp": 0.99}, {"base": 0.2, "mlm-only": 0.99},  # majority label: 60%
+        {"base": [0.5, 0.5, 0.51], "nsp": [0.7, 0.7, 0.7], "random-init": [0.6, 0.6, 0.6]}))
+    assert against["SOP-trained beats NSP-trained on held-out SOP pairs"] == verdicts.NOT_REPRODUCED
+    assert against["SOP-trained solves held-out NSP pairs above the majority label"] == verdicts.NOT_REPRODUCED
+    assert against["SOP fine-tunes better than NSP, sst2"] == verdicts.NOT_REPRODUCED
+    assert against["pretraining beats random init: base, sst2"] == verdicts.NOT_REPRODUCED
+
+    # the means differ by 3 points but the paired differences (+13, -7, +3) spread more: SE 5.8
+    within = _verdicts(_measurements(
+        {"base": 0.62, "nsp": 0.58}, {"base": 0.62},
+        {"base": [0.73, 0.53, 0.63], "random-init": [0.60, 0.60, 0.60]}))
+    assert within["pretraining beats random init: base, sst2"] == verdicts.NOT_RESOLVED
+    assert within["SOP-trained beats NSP-trained on held-out SOP pairs"] == verdicts.NOT_RESOLVED
+    # MLM only's untrained head is no reference: its accuracy decides nothing
+    assert _verdicts(_measurements({}, {"base": 0.99, "mlm-only": 0.0}, {})) == _verdicts(
+        _measurements({}, {"base": 0.99, "mlm-only": 1.0}, {}))
+
+
+def test_the_smoke_report_prints_no_verdict_word(tmp_path):
+    measurements = _measurements({"base": 0.99, "nsp": 0.5}, {}, {"random-init": [0.1, 0.1, 0.1]})
+    full = study_report.write(measurements, str(tmp_path / "full"))["markdown"]
+    assert verdicts.REPRODUCED in full and "Verdict rule" in full
+    measurements["settings"] = dict(study.PRESETS["smoke"], seeds=[1, 2, 3])
+    smoke = study_report.write(measurements, str(tmp_path / "smoke"))["markdown"]
+    for word in ("reproduced", "not resolved", "verdict rule"):
+        assert word not in smoke.lower(), word
+    assert "pretraining beats random init: base, sst2: 62.0 vs 10.0" in smoke
 
 
 def test_the_report_has_every_table_row_and_a_picture(tmp_path):
@@ -119,7 +157,7 @@ def test_the_report_has_every_table_row_and_a_picture(tmp_path):
                 "| MLM only |", "| NSP |", "| SOP (base) |", "random initialisation",
                 "| majority label (no model) |  | 60.0 | 60.0 |", "10 = 6 in order (label 0), 3 swapped"):
         assert row in text, row
-    assert "62.0 ± 2.0 (+0.0)" in text  # mean ± sample std over seeds, gain in points
+    assert "62.0 ± 2.0 (+0.0 ± 0.0)" in text  # mean ± sample std over seeds, paired gain ± SE
     assert "model name" not in text and "Machine: " in text
     with open(report["paths"]["png"], "rb") as reader:
         assert reader.read(8) == b"\x89PNG\r\n\x1a\n"
