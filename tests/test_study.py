@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from albert_tf.demo import study, study_cells, study_report, verdicts
+from albert_tf.demo import baselines, data_sources, efficiency, study, study_cells, study_report, tries, verdicts
 from tests.conftest import REPO_ROOT
 
 
@@ -81,6 +81,16 @@ def _measurements(sop_heldout, nsp_heldout, scores):
                   for task in ("sst2", "pos")}
     return {"preset": "test", "settings": {"seeds": [1, 2, 3]}, "models": models,
             "random_init_parameters": 100, "finetuning": finetuning,
+            "baselines": {"sst2": {"majority_label": 0.55},
+                          "pos": {"most_frequent_tag_per_word": 0.86, "majority_tag": 0.155}},
+            "selection": {"pos": {"base": {"scores": {"0.001": 0.8, "0.003": 0.7}, "chosen": 0.001},
+                                  "random-init": {"scores": {"0.001": 0.6, "0.003": 0.75}, "chosen": 0.003}}},
+            "efficiency": {"500": {"base": [0.55, 0.60, 0.62, 0.64, 0.63],
+                                   "random-init": [0.55, 0.55, 0.58, 0.60, 0.551],
+                                   "tapt": [0.60, 0.60, 0.62, 0.64, 0.66]},
+                           "all": {"base": [0.7, 0.7, 0.7, 0.7, 0.7],
+                                   "random-init": [0.71, 0.72, 0.70, 0.73, 0.74]}},
+            "tries": None,
             "pairs": {form: {"heldout": {"label_1_fraction": 0.4, "swapped": 3, "random_document": 1,
                                          "in_order": 6}} for form in ("sop", "nsp")},
             "seconds": {"this_run_wall": 60, "all_cells": 120, "cells": {}}}
@@ -215,3 +225,77 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
     with open(os.path.join(output_dir, "study.json")) as reader:
         assert json.load(reader)["cells_run_now"] == ["finetune-pos-random-init-seed1"]
     assert second.stdout.count("\n$ ") == 1 and "removing" in second.stdout
+
+
+def test_the_report_prints_baselines_selection_the_efficiency_grid_and_the_tries(tmp_path):
+    measurements = _measurements({}, {}, {})
+    text = study_report.write(measurements, str(tmp_path))["markdown"]
+    assert "| majority label / tag (no model) |  | 55.0 | 15.5 |" in text
+    assert "| most frequent tag per word (no model) |  |  | 86.0 |" in text
+    assert "| pos | random-init | 0.001: 60.0, 0.003: 75.0 | 0.003 |" in text
+    # 500: differences 0, 5, 4, 4, 7.9 -> mean 4.18; three random-init runs within half a point
+    # of the 55% majority rate, one pretrained
+    assert "| 500 | 60.8 ± 3.6 | 56.6 ± 2.3 | +4.2 ± 1.3 | 4/5 | 1 / 3 |" in text
+    assert "| all | 70.0 ± 0.0 | 72.0 ± 1.6 | -2.0 ± 0.7 | 0/5 | 0 / 0 |" in text
+    findings = {f["claim"]: f["verdict"] for f in study_report.findings(measurements)}
+    assert findings["pretraining beats random init at 500 training sentences (paired subsets)"] == verdicts.REPRODUCED
+    assert findings["pretraining beats random init at all training sentences (paired subsets)"] == verdicts.NOT_REPRODUCED
+    assert tries.PASS_TEST_TEXT in text and "(a) task-adaptive pretraining" in text
+    assert text.count("not run (`--tries` runs it)") == len(tries.TRIES)
+    measurements["tries"] = sorted(tries.TRIES)
+    text = study_report.write(measurements, str(tmp_path))["markdown"]
+    # tapt - random init: +5, +5, +4, +4, +10.9: passes (>= 3 points, >= 4 of 5 positive)
+    assert "- PASSES the test: (a) task-adaptive pretraining" in text
+    assert text.count("not run (`--tries` runs it)") == len(tries.TRIES) - 1
+
+
+def test_a_try_passes_only_with_three_points_and_four_positive_seeds():
+    by_arm = {"random-init": [0.6] * 5}
+    assert tries.passes(dict(by_arm, t=[0.64, 0.64, 0.64, 0.64, 0.59]), "t")[0]
+    assert not tries.passes(dict(by_arm, t=[0.7, 0.7, 0.7, 0.59, 0.59]), "t")[0]  # 3 of 5 positive
+    assert not tries.passes(dict(by_arm, t=[0.629] * 5), "t")[0]  # +2.9 points
+
+
+def test_tagging_baselines_and_paired_subsets(tmp_path):
+    (tmp_path / "train.txt").write_text("the at\ndog nn\nruns vbz\n\nthe at\nruns nn\nruns vbz\n")
+    (tmp_path / "dev.txt").write_text("the at\nruns vbz\ncat nn\nsits vbz\n")
+    found = baselines.tagging_baselines(str(tmp_path / "train.txt"), str(tmp_path / "dev.txt"))
+    # per word: the->at, runs->vbz (2 of 3), unseen cat/sits -> the majority tag (at: 2, nn: 2,
+    # vbz: 2; the first counted wins): 2 of 4 right; majority tag: 1 of 4
+    assert found == {"most_frequent_tag_per_word": 0.5, "majority_tag": 0.25, "tags": 3}
+    (tmp_path / "bad.txt").write_text("the\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:1: expected `word tag`"):
+        baselines.read_tagged(str(tmp_path / "bad.txt"))
+
+    task = tmp_path / "SST-2"
+    task.mkdir()
+    rows = [f"sentence {i}\t{i % 3 == 0:d}" for i in range(20)]
+    (task / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    (task / "dev.tsv").write_text("sentence\tlabel\nd\t1\nd\t0\nd\t0\n")
+    assert baselines.majority_label_rate(str(task / "dev.tsv")) == pytest.approx(2 / 3)
+    one = efficiency.write_subset(str(task), str(tmp_path / "a"), 5, 1)
+    again = efficiency.write_subset(str(task), str(tmp_path / "b"), 5, 1)
+    assert (tmp_path / "a" / "train.tsv").read_text() == (tmp_path / "b" / "train.tsv").read_text()
+    assert one.endswith("a") and again.endswith("b")
+    picked = (tmp_path / "a" / "train.tsv").read_text().splitlines()
+    assert picked[0] == "sentence\tlabel" and len(picked) == 6 and set(picked[1:]) <= set(rows)
+    assert (tmp_path / "a" / "dev.tsv").read_text() == (task / "dev.tsv").read_text()
+    efficiency.write_subset(str(task), str(tmp_path / "select"), 5, 0, dev_rows=4)
+    dev = (tmp_path / "select" / "dev.tsv").read_text().splitlines()[1:]
+    train = (tmp_path / "select" / "train.tsv").read_text().splitlines()[1:]
+    assert dev == rows[-4:] and not set(train) & set(dev)  # the slice is never trained on
+    with pytest.raises(ValueError, match="fewer than the 50 asked"):
+        efficiency.write_subset(str(task), str(tmp_path / "c"), 50, 1)
+
+
+def test_the_pretraining_text_leaves_out_the_tagging_dev_and_test_documents(real_data):
+    shards = real_data["brown"]
+    kept = data_sources.shards_without_tagging_eval(shards)
+    assert len(kept) == 8 and shards[8] not in kept and shards[9] not in kept
+    first_dev = baselines.read_tagged(real_data["brown_tagging"]["pos"]["dev"])[0]
+    words = [word for word, _ in first_dev][:8]
+    sentence = data_sources.brown_sentence(" ".join(f"{word}/x" for word in words))
+    assert sentence in open(shards[8]).read()
+    assert all(sentence not in open(path).read() for path in kept)
+    full = study.PRESETS["full"]
+    assert full["train_shards"] == len(kept)

@@ -6,10 +6,8 @@ evaluation, prediction and export (run_classifier.py) → raw sentences classifi
 SavedModel in a fresh process (serve.py --text). Steps whose outputs exist are reused.
 """
 
-import concurrent.futures
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -20,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is t
 from absl import logging
 
 from albert_tf import cli
-from albert_tf.demo import curves, data_sources, precision_choice, recipe
+from albert_tf.demo import curves, data_sources, precision_choice, recipe, steps
 from albert_tf.files import io_utils
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
@@ -38,103 +36,6 @@ DEMO_SENTENCES = (
     "A tedious, badly written mess with nothing to say.",
     "The best film of the year.",
 )
-
-
-def _run(step, command, log_dir, env=None, tag=""):
-    """Runs one step, printing the command first so the user can run it alone, then its log
-    path, then its progress live (the script's log messages, one short line each, after `tag`
-    when steps run side by side); the whole output goes to the log."""
-    printable = " ".join(shlex.quote(part) for part in command)
-    log_path = os.path.join(log_dir, f"{step}.log")
-    print(f"\n=== {step}\n$ {printable}\n    (full log: {log_path})", flush=True)
-    start = time.time()
-    with open(log_path, "w") as log, subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            bufsize=1, env=env) as process:
-        for line in process.stdout:
-            log.write(line)
-            message = progress_message(line)
-            if message is not None:
-                print(f"    {tag}[{time.time() - start:5.0f} s] {message}", flush=True)
-        returncode = process.wait()
-    elapsed = time.time() - start
-    if returncode != 0:
-        with open(log_path) as log:
-            tail = "".join(log.readlines()[-40:])
-        raise RuntimeError(f"step '{step}' failed (exit {returncode}); log {log_path}:\n{tail}")
-    print(f"    {tag}done in {elapsed:.0f} s", flush=True)
-    return elapsed
-
-
-# A small model's training step keeps one core busy at most a part of the time: two runs of one
-# thread each finish a pair of fine-tuning runs sooner than one after the other on two threads.
-ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "1"}
-
-
-def _run_side_by_side(steps, log_dir):
-    """Runs `steps` ([(name, command)]) at most two at a time, one thread each; returns
-    {name: seconds}. The first failure is raised once the others have ended."""
-    env = dict(os.environ, **ONE_THREAD)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(_run, name, command, log_dir, env, f"{name}: ")
-                   for name, command in steps}
-        return {name: future.result() for name, future in futures.items()}
-
-
-# absl's prefix: level, date, time, thread, file:line] (TensorFlow's native lines have the
-# same layout but name a .cc file)
-_ABSL_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (?![^\]]*\.cc:)[^\]]*:\d+\] (.*)$")
-_PYTHON_WARNING = re.compile(r"^\S*(Warning|Error): ")
-PROGRESS_WIDTH = 150
-
-
-def progress_message(line):
-    """The part of a step's output line worth showing on the terminal (its absl log message,
-    or a Python warning), cut to PROGRESS_WIDTH characters; None for the rest (TensorFlow's
-    native start-up lines, tracebacks, which the log keeps)."""
-    line = line.rstrip("\n")
-    match = _ABSL_LINE.match(line)
-    message = match.group(1) if match else line if _PYTHON_WARNING.match(line) else None
-    if message is None or not message.strip() or message.startswith("*** Example"):
-        return None  # the first examples' features, as the original logs them: log only
-    step = _TRAINING_STEP.match(message)
-    if step:  # every metric is in the log and TensorBoard; the terminal gets loss and ETA
-        message = f"step {step['step']}: loss = {step['loss']}, ETA {step['eta']}"
-    return message if len(message) <= PROGRESS_WIDTH else message[:PROGRESS_WIDTH - 1] + "…"
-
-
-_TRAINING_STEP = re.compile(r"^step (?P<step>\d+/\d+): loss = (?P<loss>\S+?),.*, ETA (?P<eta>\S+)$")
-
-
-def _read_eval_results(path):
-    """The last block of `key = value` lines of an eval_results.txt."""
-    values = {}
-    if not os.path.exists(path):
-        return values
-    with open(path) as reader:
-        for line in reader:
-            if " = " in line:
-                key, value = line.strip().split(" = ", 1)
-                values[key] = value
-    return values
-
-
-_STEP_LINE = re.compile(r"step (\d+)/\d+: loss = ([-+0-9.eE]+|nan|inf)")
-
-
-def _pretraining_loss(log_path):
-    """The training loss of the first and last logged loop of this run (the curve is in TensorBoard)."""
-    with open(log_path) as log:
-        points = [(int(step), float(loss)) for step, loss in _STEP_LINE.findall(log.read())]
-    if not points:
-        return {"logged_loops": 0}
-    return {"logged_loops": len(points), "first_step": points[0][0], "first": points[0][1],
-            "last_step": points[-1][0], "last": points[-1][1]}
-
-
-def _finished(output_dir, steps):
-    """Whether a training run in `output_dir` already evaluated its final step."""
-    return _read_eval_results(os.path.join(output_dir, "eval_results.txt")).get("global_step") == str(steps)
 
 
 def _mean_and_spread(values):
@@ -182,7 +83,7 @@ def run_demo(data_dir, output_dir, quick):
     text_files = paths["brown"][:settings["brown_shards"]] + [reviews_text]
     vocab_prefix = os.path.join(output_dir, "vocab", "spm")
     if not os.path.exists(vocab_prefix + ".model"):
-        timings["vocabulary"] = _run("1-vocabulary", [
+        timings["vocabulary"] = steps.run_step("1-vocabulary", [
             python, "build_vocab.py", f"--input={','.join(text_files)}",
             f"--model_prefix={vocab_prefix}", f"--vocab_size={settings['vocab_size']}"], log_dir)
     spm_model = vocab_prefix + ".model"
@@ -191,7 +92,7 @@ def run_demo(data_dir, output_dir, quick):
     records = [os.path.join(records_dir, os.path.basename(path).replace(".txt", ".tfrecord"))
                for path in text_files]
     if not all(os.path.exists(path) for path in records):
-        timings["pretraining data"] = _run("2-pretraining-data", [
+        timings["pretraining data"] = steps.run_step("2-pretraining-data", [
             python, "create_pretraining_data.py", f"--input_file={','.join(text_files)}",
             f"--output_file={','.join(records)}", f"--spm_model_file={spm_model}",
             f"--max_seq_length={settings['max_seq_length']}",
@@ -207,18 +108,18 @@ def run_demo(data_dir, output_dir, quick):
         pretraining_config_path)
     pretrain_dir = os.path.join(output_dir, "pretraining")
     eval_records, train_records = records[:1], records[1:] if len(records) > 1 else records
-    steps = settings["pretrain_steps"]
-    if not _finished(pretrain_dir, steps):
-        timings["pretraining"] = _run("3-pretraining", [
+    pretrain_steps = settings["pretrain_steps"]
+    if not steps.finished(pretrain_dir, pretrain_steps):
+        timings["pretraining"] = steps.run_step("3-pretraining", [
             python, "run_pretraining.py", f"--albert_config_file={pretraining_config_path}",
             f"--input_file={','.join(train_records)}", f"--eval_input_file={','.join(eval_records)}",
             f"--output_dir={pretrain_dir}", "--do_train", "--do_eval",
             f"--max_seq_length={settings['max_seq_length']}",
             f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
             f"--train_batch_size={settings['pretrain_batch']}", "--eval_batch_size=64",
-            f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={steps}",
-            f"--num_warmup_steps={steps // 10}", f"--save_checkpoints_steps={steps // 2}",
-            f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={precision}",
+            f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={pretrain_steps}",
+            f"--num_warmup_steps={pretrain_steps // 10}", f"--save_checkpoints_steps={pretrain_steps // 2}",
+            f"--iterations_per_loop={max(1, pretrain_steps // 20)}", f"--precision={precision}",
             f"--seed={settings['pretrain_seed']}",
             f"--max_eval_steps={settings['pretrain_eval_steps']}"], log_dir)
 
@@ -229,14 +130,14 @@ def run_demo(data_dir, output_dir, quick):
         for init in runs:
             run_dir = os.path.join(output_dir, "fine_tuning", f"{init}-seed{seed}")
             runs[init].append(run_dir)
-            if not _finished(run_dir, settings["finetune_steps"]):
+            if not steps.finished(run_dir, settings["finetune_steps"]):
                 exported = init == "pretrained" and seed == settings["finetune_seeds"][0]
                 fine_tuning.append((f"4-fine-tuning-{init.replace('_', '-')}-seed{seed}", _fine_tuning_command(
                     python, settings, glue_dir, config_path, spm_model, output_dir, run_dir, seed,
                     pretrain_dir if init == "pretrained" else None, export_dir if exported else None)))
     if fine_tuning:
         started = time.time()
-        _run_side_by_side(fine_tuning, log_dir)
+        steps.run_side_by_side(fine_tuning, log_dir)
         timings["fine-tuning"] = time.time() - started
 
     command = [python, "serve.py", f"--export_dir={export_dir}"] + [f"--text={s}" for s in DEMO_SENTENCES]
@@ -246,7 +147,7 @@ def run_demo(data_dir, output_dir, quick):
         raise RuntimeError(f"step '5-classify' failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
     classifications = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
-    scores = {init: [float(_read_eval_results(os.path.join(run_dir, "eval_results.txt"))["eval_accuracy"])
+    scores = {init: [float(steps.read_eval_results(os.path.join(run_dir, "eval_results.txt"))["eval_accuracy"])
                      for run_dir in run_dirs] for init, run_dirs in runs.items()}
     classifier_dir = runs["pretrained"][0]
     summary = {
@@ -255,10 +156,10 @@ def run_demo(data_dir, output_dir, quick):
             "pretraining_checkpoints": pretrain_dir, "classifier_checkpoints": classifier_dir,
             "export": export_dir, "logs": log_dir},
         "cpu": {"model": cpu_model, "isa": isa, "precision": precision},
-        "pretraining_loss": _pretraining_loss(os.path.join(log_dir, "3-pretraining.log"))
+        "pretraining_loss": steps.pretraining_loss(os.path.join(log_dir, "3-pretraining.log"))
         if "pretraining" in timings else {"logged_loops": 0},
-        "pretraining_eval": _read_eval_results(os.path.join(pretrain_dir, "eval_results.txt")),
-        "fine_tuning_eval": _read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
+        "pretraining_eval": steps.read_eval_results(os.path.join(pretrain_dir, "eval_results.txt")),
+        "fine_tuning_eval": steps.read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
         "pretraining_gain": pretraining_gain("eval_accuracy", scores["pretrained"],
                                              scores["random_init"]),
         "classified": classifications,

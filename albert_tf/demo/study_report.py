@@ -11,7 +11,7 @@ import math
 import os
 import platform
 
-from albert_tf.demo import verdicts
+from albert_tf.demo import efficiency, tries, verdicts
 from albert_tf.files import io_utils
 
 TASK_NAMES = {"sst2": "movie-review sentiment (acc.)", "pos": "Brown POS tagging (acc.)"}
@@ -96,9 +96,74 @@ def tables(measurements):
              for name, spec in models.items()]
             + [["random initialisation (base architecture)",
                 f"{measurements['random_init_parameters']:,}"]
-               + [_score(by_model["random-init"]) for by_model in measurements["finetuning"].values()]]),
+               + [_score(by_model["random-init"]) for by_model in measurements["finetuning"].values()]]
+            + baseline_rows(measurements)),
+        "Hyperparameters chosen on a slice of the training set (seed 1; dev never used)": _table(
+            ["selection", "arm", "accuracy on the slice by learning rate (%)", "chosen"],
+            [[key, arm, ", ".join(f"{rate}: {100 * score:.1f}" for rate, score in choice["scores"].items()),
+              f"{choice['chosen']:g}"]
+             for key, by_arm in measurements["selection"].items() for arm, choice in by_arm.items()]),
+        "Data efficiency: movie-review sentiment, base pretrained against random init, paired subsets":
+            efficiency_table(measurements),
     }
     return result
+
+
+BASELINE_LABELS = {"majority_label": "majority label / tag (no model)",
+                   "most_frequent_tag_per_word": "most frequent tag per word (no model)"}
+
+
+def baseline_rows(measurements):
+    """The rules that need no model, beside the models: the majority label of each task and
+    the tagger that gives each word its most frequent training tag."""
+    found = measurements["baselines"]
+    rows = []
+    for key, label in BASELINE_LABELS.items():
+        cells = []
+        for task in measurements["finetuning"]:
+            value = found.get(task, {}).get(key)
+            if value is None and key == "majority_label":
+                value = found.get(task, {}).get("majority_tag")
+            cells.append("" if value is None else f"{100 * value:.1f}")
+        rows.append([label, ""] + cells)
+    return rows
+
+
+def efficiency_summaries(measurements):
+    """{size name: efficiency.summary of base against random init}."""
+    majority_rate = measurements["baselines"]["sst2"]["majority_label"]
+    return {size: efficiency.summary(by_arm["base"], by_arm["random-init"], majority_rate)
+            for size, by_arm in measurements["efficiency"].items()}
+
+
+def efficiency_table(measurements):
+    rows = []
+    for size, cell in efficiency_summaries(measurements).items():
+        rows.append([size, _score(cell["pretrained"]), _score(cell["random_init"]),
+                     verdicts.points(cell["gain"], cell["gain_se"]),
+                     f"{cell['positive_seeds']}/{cell['seeds']}",
+                     f"{cell['collapsed']['pretrained']} / {cell['collapsed']['random_init']}"])
+    return _table(["training sentences", "pretrained (base)", "random init",
+                   "paired gain ± SE (points)", "seeds positive",
+                   "runs at the majority class (pretrained / random init)"], rows)
+
+
+def tries_section(measurements, with_verdicts):
+    """The pre-registered tries: each with the pass test, and its result when it ran."""
+    lines = ["## Pre-registered tries at making pretraining pay", "", tries.PASS_TEST_TEXT + ".", ""]
+    smallest = next(iter(measurements["efficiency"]), None)
+    by_arm = measurements["efficiency"].get(smallest, {})
+    for name, spec in tries.TRIES.items():
+        if not measurements.get("tries") or name not in by_arm:
+            lines.append(f"- {spec['label']}: not run (`--tries` runs it).")
+            continue
+        passed, comparison = tries.passes(by_arm, name)
+        measured = (f"{spec['label']}: paired gain {verdicts.points(comparison['gain'], comparison['se'])} "
+                    f"points at {smallest} sentences, {comparison['positive']}/{comparison['n']} seeds positive")
+        if with_verdicts:
+            measured = f"{'PASSES' if passed else 'fails'} the test: {measured}"
+        lines.append(f"- {measured}")
+    return lines + [""]
 
 
 def majority(measurements, form):
@@ -186,6 +251,12 @@ def findings(measurements):
         for name, spec in models.items():
             result.append(_downstream_finding(f"pretraining beats random init: {spec['label']}",
                                               measurements, task, name, "random-init"))
+    for size, cell in efficiency_summaries(measurements).items():
+        result.append(_finding(
+            f"pretraining beats random init at {size} training sentences (paired subsets)",
+            cell["gain"], cell["gain_se"],
+            f"paired gain {verdicts.points(cell['gain'], cell['gain_se'])} points over "
+            f"{cell['seeds']} seeds, {cell['positive_seeds']} positive"))
     return result
 
 
@@ -227,7 +298,8 @@ def markdown(measurements, report_tables, report_findings, cpu):
     lines += [PAPER_TABLE6, "", *composition(measurements), "",
               "## The paper's findings at this scale (computed)", "",
               VERDICT_RULE if with_verdicts else NO_VERDICTS, "",
-              *finding_lines(report_findings, with_verdicts)]
+              *finding_lines(report_findings, with_verdicts), "",
+              *tries_section(measurements, with_verdicts)]
     lines += ["", "## Settings", "", "```", json.dumps(measurements["settings"], indent=1), "```", ""]
     return "\n".join(lines)
 
