@@ -9,31 +9,14 @@ errors); the smoke preset, whose numbers mean nothing, gets none.
 import json
 import math
 import os
-import platform
 
-from albert_tf.demo import efficiency, tries, verdicts
+from albert_tf.demo import efficiency, machine, tries, verdicts
 from albert_tf.files import io_utils
 
 TASK_NAMES = {"sst2": "movie-review sentiment (acc.)", "pos": "Brown POS tagging (acc.)"}
-ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
 NEAR_CHANCE = 0.05  # "near chance": within 5 points of always answering the majority label
 PAPER_TABLE6 = ("Paper (ALBERT-base, Table 6): trained with NSP it solves SOP at 52.0%; trained "
                 "with SOP it solves NSP at 78.9% and SOP at 86.5%.")
-
-
-def cpu_description(path="/proc/cpuinfo"):
-    """The CPU model name and which of ISA_FLAGS it has."""
-    model, flags = platform.processor() or "unknown", set()
-    if os.path.exists(path):
-        with open(path) as reader:
-            for line in reader:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-    return {"model": model, "cores": os.cpu_count(),
-            "isa": {flag: flag in flags for flag in ISA_FLAGS}}
 
 
 mean_std = verdicts.mean_std
@@ -340,7 +323,7 @@ def plot(measurements, path):
 
 def write(measurements, output_dir):
     """Writes study.json, study.md and study.png; returns {"markdown", "paths"}."""
-    cpu = cpu_description()
+    cpu = machine.cpu_description()
     report_tables, report_findings = tables(measurements), findings(measurements)
     text = markdown(measurements, report_tables, report_findings, cpu)
     paths = {name: os.path.join(output_dir, f"study.{name}") for name in ("json", "md", "png")}
