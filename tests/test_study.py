@@ -53,8 +53,10 @@ def test_a_finished_cell_is_skipped_and_an_interrupted_one_restarts_clean(tmp_pa
 
 def test_the_eta_counts_the_unmeasured_kinds_apart(tmp_path):
     store = study_cells.CellStore(str(tmp_path), {"a1": "a", "a2": "a", "a3": "a", "b1": "b"})
+    assert store.eta() == "unknown until a cell has run"
     store.seconds = {"a1": 10.0}
-    assert store.eta() == "0:00:20 + 1 cell(s) of kinds not yet timed"
+    # two more of kind a at 10 s, and b, not yet timed, at the mean timed cell (10 s)
+    assert store.eta() == "0:00:30 (rough: 1 cell(s) of kinds not yet timed counted at the mean timed cell)"
 
 
 def test_a_resumed_run_counts_the_recorded_cells_as_done(tmp_path):
@@ -201,6 +203,8 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
                    "run_classifier.py", "run_tagging.py"):
         assert f" {script} " in first.stdout, f"{script} was not shown as a command"
     assert "--random_next_sentence" in first.stdout and "--allow_random_init" in first.stdout
+    for word in ("REPRODUCED", "not resolved", "PASSES", "fails the test"):
+        assert word not in first.stdout, word  # the smoke preset's numbers get no verdict
     plan = study.plan(study.PRESETS["smoke"])
     assert sorted(os.listdir(os.path.join(output_dir, "cells"))) == sorted(f"{n}.json" for n in plan)
     with open(os.path.join(output_dir, "study.json")) as reader:
@@ -213,6 +217,11 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
             assert 0 <= model["heldout"][form]["sentence_order_accuracy"] <= 1
     for by_model in result["finetuning"].values():
         assert all(len(scores) == len(study.PRESETS["smoke"]["seeds"]) for scores in by_model.values())
+    grid = study.PRESETS["smoke"]["efficiency"]
+    assert list(result["efficiency"]) == [str(size) for size in grid["sizes"]]
+    assert all(len(scores) == len(grid["seeds"]) for scores in result["efficiency"]["50"].values())
+    assert set(result["selection"]) == {"pos", "sst2-n50"}
+    assert 0.5 < result["baselines"]["pos"]["most_frequent_tag_per_word"] < 1
     with open(os.path.join(output_dir, "study.md")) as reader:
         text = reader.read()
     for row in ("| 32 (base) |", "| 128 |", "| not-shared |", "| MLM only |", "| NSP |",
