@@ -1,9 +1,11 @@
 """`make demo`: the whole pipeline on real text, every step a command a user could run alone.
 
 vocabulary (build_vocab.py) → pretraining records (create_pretraining_data.py) → pretraining
-with evaluation (run_pretraining.py) → SST-2-style fine-tuning on real movie-review sentences,
-evaluation, prediction and export (run_classifier.py) → raw sentences classified by the exported
-SavedModel in a fresh process (serve.py --text). Steps whose outputs exist are reused.
+with evaluation (run_pretraining.py) → SST-2-style fine-tuning on real movie-review sentences
+from the checkpoint and from random initialisation, on all the training sentences and on each
+seed's 500 (the data-efficiency comparison), evaluation, prediction and export
+(run_classifier.py) → raw sentences classified by the exported SavedModel in a fresh process
+(serve.py --text). Steps whose outputs exist are reused.
 """
 
 import json
