@@ -30,6 +30,25 @@ def test_the_full_plan_has_every_ablation_and_three_seeds_for_every_model():
     assert sum(kind == "heldout" for kind in cells.values()) == 2 * len(names)
 
 
+def test_the_full_plan_has_the_selection_the_grid_and_on_request_the_tries():
+    preset = study.PRESETS["full"]
+    grid, cells = preset["efficiency"], study.plan(preset)
+    assert grid["sizes"] == [500, None] and len(grid["seeds"]) == 5  # as the pass test says
+    assert preset["verdicts"] and not study.PRESETS["smoke"]["verdicts"]
+    for arm in study.ARMS:
+        for rate in preset["tagging"]["learning_rates"]:
+            assert f"select-pos-{arm}-lr{rate:g}" in cells
+        for size in ("500", "all"):
+            assert all(f"select-sst2-n{size}-{arm}-lr{rate:g}" in cells for rate in grid["learning_rates"])
+            assert all(f"efficiency-n{size}-{arm}-seed{seed}" in cells for seed in grid["seeds"])
+    assert not any(name in cell for cell in cells for name in tries.TRIES)
+    with_tries = study.plan(preset, with_tries=True)
+    for name, spec in tries.TRIES.items():
+        assert all(f"efficiency-n500-{name}-seed{seed}" in with_tries for seed in grid["seeds"])
+        assert (f"pretrain-{name}" in with_tries) == spec["pretrain"]
+        assert f"efficiency-nall-{name}-seed1" not in with_tries
+
+
 def test_a_finished_cell_is_skipped_and_an_interrupted_one_restarts_clean(tmp_path):
     store = study_cells.CellStore(str(tmp_path), {"a": "k", "b": "k"})
     calls = []
