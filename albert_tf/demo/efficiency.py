@@ -2,7 +2,7 @@
 
 Each seed draws one subset of the training sentences, used by both arms (so the comparison is
 paired by seed); the summary holds both arms' per-seed scores, the paired gain with its
-standard error, how many seeds gained, and how many runs ended at the majority class.
+standard error, how many seeds gained, and how many runs collapsed to one class.
 """
 
 import os
@@ -11,8 +11,8 @@ import random
 from albert_tf.demo import verdicts
 from albert_tf.files import io_utils
 
-# A run "collapsed" when its dev accuracy is the majority label's rate, to half a point (it
-# answers the majority class, or nearly always does).
+# A run "collapsed" when its dev accuracy is, to half a point, the rate of the majority label
+# or of the other one: it answers one class (nearly) always. Binary labels.
 COLLAPSE_TOLERANCE = 0.005
 
 
@@ -46,8 +46,10 @@ def write_subset(task_dir, out_dir, size, seed, dev_rows=None):
 
 
 def collapsed(scores, majority_rate):
-    """How many of `scores` sit at the majority label's rate."""
-    return sum(abs(score - majority_rate) <= COLLAPSE_TOLERANCE for score in scores)
+    """How many of `scores` sit at the rate of one class: the majority label's, or the
+    minority's (1 - majority_rate)."""
+    return sum(min(abs(score - majority_rate), abs(score - (1 - majority_rate))) <= COLLAPSE_TOLERANCE
+               for score in scores)
 
 
 def summary(pretrained, random_init, majority_rate):
@@ -68,5 +70,5 @@ def describe(size, cell):
     return (f"{size}: pretrained {100 * verdicts.mean_std(cell['pretrained'])[0]:.1f}, random init "
             f"{100 * verdicts.mean_std(cell['random_init'])[0]:.1f}, paired gain "
             f"{verdicts.points(cell['gain'], se)} points over {cell['seeds']} seeds "
-            f"({cell['positive_seeds']} positive); at the majority class: pretrained "
+            f"({cell['positive_seeds']} positive); collapsed to one class: pretrained "
             f"{cell['collapsed']['pretrained']}, random init {cell['collapsed']['random_init']}")

@@ -131,7 +131,7 @@ def efficiency_table(measurements):
                      f"{cell['collapsed']['pretrained']} / {cell['collapsed']['random_init']}"])
     return _table(["training sentences", "pretrained (base)", "random init",
                    "paired gain ± SE (points)", "seeds positive",
-                   "runs at the majority class (pretrained / random init)"], rows)
+                   "runs collapsed to one class (pretrained / random init)"], rows)
 
 
 def tries_section(measurements, with_verdicts):
