@@ -58,7 +58,17 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     for init in ("pretrained", "random_init"):
         assert f"4-fine-tuning-{init.replace('_', '-')}-seed1: " in stdout, init
     assert summary["cpu"]["precision"] in ("float32", "mixed_bfloat16")
-    assert "--allow_random_init" in stdout and stdout.count("--init_checkpoint=") == 1
+    # the full comparison and the 50-sentence one (--quick), each one seed from the checkpoint
+    assert "--allow_random_init" in stdout and stdout.count("--init_checkpoint=") == 2
+    efficiency = summary["data_efficiency"]
+    assert list(efficiency) == ["all", "50"]
+    assert efficiency["all"]["pretrained"] == gain["pretrained"]
+    for cell in efficiency.values():
+        assert len(cell["pretrained"]) == len(cell["random_init"]) == 1 and cell["gain_se"] is None
+        assert set(cell["collapsed"]) == {"pretrained", "random_init"} and 0.5 < cell["majority_rate"] < 1
+    with open(os.path.join(output_dir, "glue_n50_seed1", "SST-2", "train.tsv")) as reader:
+        assert len(reader.read().splitlines()) == 51  # the header and the seed's 50 sentences
+    assert "data efficiency" in stdout and "50: pretrained " in stdout
 
     _, second = _run_demo(data_dir, output_dir)
     assert second["seconds"] == {}, second["seconds"]  # every finished step reused
@@ -66,6 +76,14 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     assert second["pretraining_gain"] == gain
     assert [item["label"] for item in second["classified"]] == [
         item["label"] for item in summary["classified"]]
+
+
+def test_the_gain_is_paired_by_seed_with_its_standard_error():
+    from albert_tf.demo import pipeline
+    gain = pipeline.pretraining_gain("eval_accuracy", [0.70, 0.80], [0.60, 0.60])
+    assert gain["gain"] == pytest.approx(0.15) and gain["gain_se"] == pytest.approx(0.05)
+    assert gain["pretrained_std"] == pytest.approx(0.0707, abs=1e-4)
+    assert pipeline.pretraining_gain("eval_accuracy", [0.7], [0.6])["gain_se"] is None
 
 
 def _check_curves_png(path, expected_path):
@@ -84,7 +102,7 @@ def test_each_step_shows_its_log_path_first_then_its_progress_live(tmp_path, cap
     """A long step (11 minutes of pretraining) must not look hung: the log path comes first,
     then every absl message of the script as it is written; native start-up lines stay in the
     log only."""
-    from albert_tf.demo import pipeline
+    from albert_tf.demo import steps
     code = ("import sys, time\n"
             "from absl import app, logging\n"
             "def main(argv):\n"
@@ -96,7 +114,7 @@ def test_each_step_shows_its_log_path_first_then_its_progress_live(tmp_path, cap
             "    logging.warning('x' * 400)\n"
             "    print('UserWarning: something odd', file=sys.stderr)\n"
             "app.run(main)\n")
-    pipeline._run("3-pretraining", [sys.executable, "-c", code], str(tmp_path))
+    steps.run_step("3-pretraining", [sys.executable, "-c", code], str(tmp_path))
     shown = capsys.readouterr().out.splitlines()
     log_path = str(tmp_path / "3-pretraining.log")
     assert shown[1] == "=== 3-pretraining" and shown[2].startswith("$ ")

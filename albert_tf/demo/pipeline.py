@@ -1,15 +1,15 @@
 """`make demo`: the whole pipeline on real text, every step a command a user could run alone.
 
 vocabulary (build_vocab.py) → pretraining records (create_pretraining_data.py) → pretraining
-with evaluation (run_pretraining.py) → SST-2-style fine-tuning on real movie-review sentences,
-evaluation, prediction and export (run_classifier.py) → raw sentences classified by the exported
-SavedModel in a fresh process (serve.py --text). Steps whose outputs exist are reused.
+with evaluation (run_pretraining.py) → SST-2-style fine-tuning on real movie-review sentences
+from the checkpoint and from random initialisation, on all the training sentences and on each
+seed's 500 (the data-efficiency comparison), evaluation, prediction and export
+(run_classifier.py) → raw sentences classified by the exported SavedModel in a fresh process
+(serve.py --text). Steps whose outputs exist are reused.
 """
 
-import concurrent.futures
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -20,7 +20,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the demo's own output is t
 from absl import logging
 
 from albert_tf import cli
-from albert_tf.demo import curves, data_sources, precision_choice, recipe
+from albert_tf.demo import (baselines, curves, data_sources, efficiency, machine, precision_choice, recipe,
+                            steps, verdicts)
 from albert_tf.files import io_utils
 from albert_tf.config import AlbertConfig
 from albert_tf.glue import movie_reviews
@@ -40,263 +41,225 @@ DEMO_SENTENCES = (
 )
 
 
-def _run(step, command, log_dir, env=None, tag=""):
-    """Runs one step, printing the command first so the user can run it alone, then its log
-    path, then its progress live (the script's log messages, one short line each, after `tag`
-    when steps run side by side); the whole output goes to the log."""
-    printable = " ".join(shlex.quote(part) for part in command)
-    log_path = os.path.join(log_dir, f"{step}.log")
-    print(f"\n=== {step}\n$ {printable}\n    (full log: {log_path})", flush=True)
-    start = time.time()
-    with open(log_path, "w") as log, subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            bufsize=1, env=env) as process:
-        for line in process.stdout:
-            log.write(line)
-            message = progress_message(line)
-            if message is not None:
-                print(f"    {tag}[{time.time() - start:5.0f} s] {message}", flush=True)
-        returncode = process.wait()
-    elapsed = time.time() - start
-    if returncode != 0:
-        with open(log_path) as log:
-            tail = "".join(log.readlines()[-40:])
-        raise RuntimeError(f"step '{step}' failed (exit {returncode}); log {log_path}:\n{tail}")
-    print(f"    {tag}done in {elapsed:.0f} s", flush=True)
-    return elapsed
-
-
-# A small model's training step keeps one core busy at most a part of the time: two runs of one
-# thread each finish a pair of fine-tuning runs sooner than one after the other on two threads.
-ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "1"}
-
-
-def _run_side_by_side(steps, log_dir):
-    """Runs `steps` ([(name, command)]) at most two at a time, one thread each; returns
-    {name: seconds}. The first failure is raised once the others have ended."""
-    env = dict(os.environ, **ONE_THREAD)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(_run, name, command, log_dir, env, f"{name}: ")
-                   for name, command in steps}
-        return {name: future.result() for name, future in futures.items()}
-
-
-# absl's prefix: level, date, time, thread, file:line] (TensorFlow's native lines have the
-# same layout but name a .cc file)
-_ABSL_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ (?![^\]]*\.cc:)[^\]]*:\d+\] (.*)$")
-_PYTHON_WARNING = re.compile(r"^\S*(Warning|Error): ")
-PROGRESS_WIDTH = 150
-
-
-def progress_message(line):
-    """The part of a step's output line worth showing on the terminal (its absl log message,
-    or a Python warning), cut to PROGRESS_WIDTH characters; None for the rest (TensorFlow's
-    native start-up lines, tracebacks, which the log keeps)."""
-    line = line.rstrip("\n")
-    match = _ABSL_LINE.match(line)
-    message = match.group(1) if match else line if _PYTHON_WARNING.match(line) else None
-    if message is None or not message.strip() or message.startswith("*** Example"):
-        return None  # the first examples' features, as the original logs them: log only
-    step = _TRAINING_STEP.match(message)
-    if step:  # every metric is in the log and TensorBoard; the terminal gets loss and ETA
-        message = f"step {step['step']}: loss = {step['loss']}, ETA {step['eta']}"
-    return message if len(message) <= PROGRESS_WIDTH else message[:PROGRESS_WIDTH - 1] + "…"
-
-
-_TRAINING_STEP = re.compile(r"^step (?P<step>\d+/\d+): loss = (?P<loss>\S+?),.*, ETA (?P<eta>\S+)$")
-
-
-def _read_eval_results(path):
-    """The last block of `key = value` lines of an eval_results.txt."""
-    values = {}
-    if not os.path.exists(path):
-        return values
-    with open(path) as reader:
-        for line in reader:
-            if " = " in line:
-                key, value = line.strip().split(" = ", 1)
-                values[key] = value
-    return values
-
-
-_STEP_LINE = re.compile(r"step (\d+)/\d+: loss = ([-+0-9.eE]+|nan|inf)")
-
-
-def _pretraining_loss(log_path):
-    """The training loss of the first and last logged loop of this run (the curve is in TensorBoard)."""
-    with open(log_path) as log:
-        points = [(int(step), float(loss)) for step, loss in _STEP_LINE.findall(log.read())]
-    if not points:
-        return {"logged_loops": 0}
-    return {"logged_loops": len(points), "first_step": points[0][0], "first": points[0][1],
-            "last_step": points[-1][0], "last": points[-1][1]}
-
-
-def _finished(output_dir, steps):
-    """Whether a training run in `output_dir` already evaluated its final step."""
-    return _read_eval_results(os.path.join(output_dir, "eval_results.txt")).get("global_step") == str(steps)
-
-
-def _mean_and_spread(values):
-    mean = sum(values) / len(values)
-    spread = (sum((value - mean) ** 2 for value in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
-    return round(mean, 4), round(spread, 4)
-
-
 def pretraining_gain(metric, pretrained, random_init):
     """The fine-tuning score from the pretrained checkpoint against random initialisation,
-    everything else equal: per-seed scores, mean and sample standard deviation of each, gain."""
-    pretrained_mean, pretrained_spread = _mean_and_spread(pretrained)
-    random_mean, random_spread = _mean_and_spread(random_init)
+    everything else equal: per-seed scores, mean and sample standard deviation of each, the
+    gain paired by seed and its standard error (None for one seed)."""
+    pretrained_mean, pretrained_spread = verdicts.mean_std(pretrained)
+    random_mean, random_spread = verdicts.mean_std(random_init)
+    comparison = verdicts.paired(pretrained, random_init)
     return {"metric": metric, "pretrained": pretrained, "random_init": random_init,
-            "pretrained_mean": pretrained_mean, "pretrained_std": pretrained_spread,
-            "random_init_mean": random_mean, "random_init_std": random_spread,
-            "gain": round(pretrained_mean - random_mean, 4)}
+            "pretrained_mean": round(pretrained_mean, 4), "pretrained_std": round(pretrained_spread, 4),
+            "random_init_mean": round(random_mean, 4), "random_init_std": round(random_spread, 4),
+            "gain": round(comparison["gain"], 4),
+            "gain_se": None if comparison["se"] is None else round(comparison["se"], 4)}
+
+
+class Demo:
+    """`make demo` as resumable steps: each step reuses its outputs when they exist (a
+    vocabulary, records, a training run whose final evaluation is written)."""
+
+    def __init__(self, data_dir, output_dir, quick):
+        self.settings = recipe.demo_settings(quick)
+        self.python = sys.executable
+        self.data_dir = data_dir
+        self.output_dir = output_dir
+        self.log_dir = os.path.join(output_dir, "logs")
+        self.timings = {}
+        self.glue_dir = os.path.join(output_dir, "glue")
+        self.spm_model = os.path.join(output_dir, "vocab", "spm.model")
+        self.records_dir = os.path.join(output_dir, "pretraining_data")
+        self.pretrain_dir = os.path.join(output_dir, "pretraining")
+        self.export_dir = os.path.join(output_dir, "export")
+        self.config_path = os.path.join(output_dir, "albert_config.json")
+
+    def _step(self, name, command):
+        return steps.run_step(name, [self.python] + command, self.log_dir)
+
+    def check_cpu(self):
+        """Picks --precision by measuring this CPU (albert_tf.demo.precision_choice)."""
+        model = self.settings["model"]
+        self.cpu = machine.cpu_description()
+        self.precision, product_seconds = precision_choice.fastest_precision(
+            self.settings["pretrain_batch"] * self.settings["max_seq_length"], model["hidden_size"],
+            model["intermediate_size"])
+        print(f"=== CPU: {machine.describe(self.cpu)}; products at the model's shapes: "
+              f"float32 {product_seconds['float32'] * 1e3:.2f} ms, bfloat16 "
+              f"{product_seconds['mixed_bfloat16'] * 1e3:.2f} ms -> --precision={self.precision}", flush=True)
+
+    def corpus_and_vocabulary(self, paths):
+        """The Brown Corpus and, for task-adaptive pretraining, the movie-review training
+        sentences without labels; the SST-2 task, its 500-sentence subsets; the vocabulary."""
+        settings = self.settings
+        sst2_dir = os.path.join(self.glue_dir, "SST-2")
+        movie_reviews.write_sst2_task(paths["movie_reviews"], sst2_dir)
+        for seed in settings["finetune_seeds"]:
+            efficiency.write_subset(sst2_dir, os.path.join(self.subset_dir(seed), "SST-2"),
+                                    settings["efficiency_sentences"], seed)
+        reviews_text = os.path.join(self.output_dir, "corpus", "movie_reviews_train.txt")
+        os.makedirs(os.path.dirname(reviews_text), exist_ok=True)
+        movie_reviews.write_unlabelled_train_text(paths["movie_reviews"], reviews_text)
+        self.text_files = paths["brown"][:settings["brown_shards"]] + [reviews_text]
+        if not os.path.exists(self.spm_model):
+            self.timings["vocabulary"] = self._step("1-vocabulary", [
+                "build_vocab.py", f"--input={','.join(self.text_files)}",
+                f"--model_prefix={self.spm_model[:-len('.model')]}",
+                f"--vocab_size={settings['vocab_size']}"])
+
+    def subset_dir(self, seed):
+        return os.path.join(self.output_dir, f"glue_n{self.settings['efficiency_sentences']}_seed{seed}")
+
+    def pretraining_records(self):
+        settings = self.settings
+        self.records = [os.path.join(self.records_dir, os.path.basename(path).replace(".txt", ".tfrecord"))
+                        for path in self.text_files]
+        if not all(os.path.exists(path) for path in self.records):
+            self.timings["pretraining data"] = self._step("2-pretraining-data", [
+                "create_pretraining_data.py", f"--input_file={','.join(self.text_files)}",
+                f"--output_file={','.join(self.records)}", f"--spm_model_file={self.spm_model}",
+                f"--max_seq_length={settings['max_seq_length']}",
+                f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
+                f"--dupe_factor={settings['dupe_factor']}"])
+
+    def pretraining(self):
+        """Brown's first shard held out for the evaluation. Fine-tuning keeps the default
+        dropout; pretraining, for a few epochs of a small corpus, learns faster without it (the
+        same variables, so the checkpoint fits both)."""
+        settings, model = self.settings, self.settings["model"]
+        AlbertConfig.from_dict(model).to_json_file(self.config_path)
+        pretraining_config_path = os.path.join(self.output_dir, "albert_config_pretraining.json")
+        AlbertConfig.from_dict(dict(model, **settings["pretrain_model_overrides"])).to_json_file(
+            pretraining_config_path)
+        eval_records = self.records[:1]
+        train_records = self.records[1:] if len(self.records) > 1 else self.records
+        pretrain_steps = settings["pretrain_steps"]
+        if not steps.finished(self.pretrain_dir, pretrain_steps):
+            self.timings["pretraining"] = self._step("3-pretraining", [
+                "run_pretraining.py", f"--albert_config_file={pretraining_config_path}",
+                f"--input_file={','.join(train_records)}", f"--eval_input_file={','.join(eval_records)}",
+                f"--output_dir={self.pretrain_dir}", "--do_train", "--do_eval",
+                f"--max_seq_length={settings['max_seq_length']}",
+                f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
+                f"--train_batch_size={settings['pretrain_batch']}", "--eval_batch_size=64",
+                f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={pretrain_steps}",
+                f"--num_warmup_steps={pretrain_steps // 10}", f"--save_checkpoints_steps={pretrain_steps // 2}",
+                f"--iterations_per_loop={max(1, pretrain_steps // 20)}", f"--precision={self.precision}",
+                f"--seed={settings['pretrain_seed']}",
+                f"--max_eval_steps={settings['pretrain_eval_steps']}"])
+
+    def fine_tuning(self):
+        """Every seed from the pretrained checkpoint and from random initialisation, on all
+        the training sentences and on the seed's 500-sentence subset (paired: both arms see
+        the same subset); two runs at a time. Returns {size: {init: [run directories]}}."""
+        settings = self.settings
+        sizes = {"all": (self.glue_dir, settings["finetune_steps"]),
+                 str(settings["efficiency_sentences"]): (None, settings["efficiency_steps"])}
+        runs, commands = {}, []
+        for size, (glue_dir, train_steps) in sizes.items():
+            runs[size] = {"pretrained": [], "random_init": []}
+            for seed in settings["finetune_seeds"]:
+                for init in runs[size]:
+                    suffix = "" if size == "all" else f"-n{size}"
+                    run_dir = os.path.join(self.output_dir, "fine_tuning", f"{init}{suffix}-seed{seed}")
+                    runs[size][init].append(run_dir)
+                    if steps.finished(run_dir, train_steps):
+                        continue
+                    exported = size == "all" and init == "pretrained" and seed == settings["finetune_seeds"][0]
+                    name = f"4-fine-tuning-{init.replace('_', '-')}{suffix}-seed{seed}"
+                    commands.append((name, self._fine_tuning_command(
+                        glue_dir or self.subset_dir(seed), run_dir, seed, train_steps,
+                        self.pretrain_dir if init == "pretrained" else None,
+                        self.export_dir if exported else None)))
+        if commands:
+            started = time.time()
+            steps.run_side_by_side(commands, self.log_dir)
+            self.timings["fine-tuning"] = time.time() - started
+        return runs
+
+    def _fine_tuning_command(self, glue_dir, run_dir, seed, train_steps, init_checkpoint, export_dir):
+        """run_classifier.py on the movie-review task: from `init_checkpoint`, or from random
+        initialisation when it is None; predicts and exports when `export_dir` is given."""
+        settings = self.settings
+        command = [
+            self.python, "run_classifier.py", "--task_name=sst-2", f"--data_dir={glue_dir}",
+            f"--albert_config_file={self.config_path}", f"--spm_model_file={self.spm_model}",
+            f"--output_dir={run_dir}", f"--cached_dir={os.path.join(self.output_dir, 'glue_cache')}",
+            "--do_train", "--do_eval", f"--seed={seed}",
+            f"--max_seq_length={settings['finetune_seq_length']}",
+            f"--train_batch_size={settings['finetune_batch']}", "--eval_batch_size=64",
+            f"--learning_rate={settings['finetune_lr']}", f"--train_step={train_steps}",
+            f"--warmup_step={train_steps // 10}", f"--save_checkpoints_steps={train_steps}",
+            f"--iterations_per_loop={max(1, train_steps // 10)}"]
+        command.append(f"--init_checkpoint={init_checkpoint}" if init_checkpoint else "--allow_random_init")
+        if export_dir:
+            command += ["--do_predict", "--predict_batch_size=64", f"--export_dir={export_dir}"]
+        return command
+
+    def classify(self):
+        """The exported SavedModel classifies DEMO_SENTENCES in a fresh process."""
+        command = [self.python, "serve.py", f"--export_dir={self.export_dir}"] + [
+            f"--text={sentence}" for sentence in DEMO_SENTENCES]
+        print(f"\n=== 5-classify\n$ {' '.join(shlex.quote(c) for c in command)}", flush=True)
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"step '5-classify' failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
+        return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+    def summarize(self, runs, classifications):
+        settings, output_dir = self.settings, self.output_dir
+        accuracy = lambda run_dir: float(steps.read_eval_results(  # noqa: E731
+            os.path.join(run_dir, "eval_results.txt"))["eval_accuracy"])
+        scores = {size: {init: [accuracy(run_dir) for run_dir in run_dirs] for init, run_dirs in by_init.items()}
+                  for size, by_init in runs.items()}
+        majority_rate = baselines.majority_label_rate(os.path.join(self.glue_dir, "SST-2", "dev.tsv"))
+        classifier_dir = runs["all"]["pretrained"][0]
+        summary = {
+            "artefacts": {
+                "vocabulary": self.spm_model, "pretraining_records": self.records_dir,
+                "pretraining_checkpoints": self.pretrain_dir, "classifier_checkpoints": classifier_dir,
+                "export": self.export_dir, "logs": self.log_dir},
+            "cpu": dict(self.cpu, precision=self.precision),
+            "pretraining_loss": steps.pretraining_loss(os.path.join(self.log_dir, "3-pretraining.log"))
+            if "pretraining" in self.timings else {"logged_loops": 0},
+            "pretraining_eval": steps.read_eval_results(os.path.join(self.pretrain_dir, "eval_results.txt")),
+            "fine_tuning_eval": steps.read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
+            "pretraining_gain": pretraining_gain("eval_accuracy", scores["all"]["pretrained"],
+                                                 scores["all"]["random_init"]),
+            "data_efficiency": {size: dict(efficiency.summary(by_init["pretrained"], by_init["random_init"],
+                                                              majority_rate),
+                                           fine_tuning_steps=settings["efficiency_steps"] if size != "all"
+                                           else settings["finetune_steps"])
+                                for size, by_init in scores.items()},
+            "classified": classifications,
+            "seconds": {key: round(value) for key, value in self.timings.items()},
+            "tensorboard": f"tensorboard --logdir {output_dir}",
+            "curves": curves.plot_runs([
+                ("pretraining loss", self.pretrain_dir, ["loss", "masked_lm_loss", "sentence_order_loss"]),
+                ("pretraining accuracy", self.pretrain_dir, ["masked_lm_accuracy",
+                                                             "sentence_order_accuracy"]),
+                ("fine-tuning (SST-2 style), seed " + str(settings["finetune_seeds"][0]),
+                 [("pretrained", runs["all"]["pretrained"][0]), ("random init", runs["all"]["random_init"][0])],
+                 ["loss", "accuracy"]),
+            ], os.path.join(output_dir, "curves.png")),
+        }
+        io_utils.atomic_write_text(os.path.join(output_dir, "summary.json"), json.dumps(summary, indent=2) + "\n")
+        return summary
+
+    def run(self):
+        paths = data_sources.fetch_all(self.data_dir)
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.check_cpu()
+        self.corpus_and_vocabulary(paths)
+        self.pretraining_records()
+        self.pretraining()
+        runs = self.fine_tuning()
+        summary = self.summarize(runs, self.classify())
+        _print_summary(summary)
+        return summary
 
 
 def run_demo(data_dir, output_dir, quick):
-    settings = recipe.demo_settings(quick)
-    python = sys.executable
-    paths = data_sources.fetch_all(data_dir)
-    os.makedirs(output_dir, exist_ok=True)
-    log_dir = os.path.join(output_dir, "logs")
-    os.makedirs(log_dir, exist_ok=True)
-    timings = {}
-
-    cpu_model, isa = precision_choice.cpu_description()
-    model = settings["model"]
-    precision, product_seconds = precision_choice.fastest_precision(
-        settings["pretrain_batch"] * settings["max_seq_length"], model["hidden_size"],
-        model["intermediate_size"])
-    print(f"=== CPU: {cpu_model} ({', '.join(isa) or 'no AVX'}); products at the model's shapes: "
-          f"float32 {product_seconds['float32'] * 1e3:.2f} ms, bfloat16 "
-          f"{product_seconds['mixed_bfloat16'] * 1e3:.2f} ms -> --precision={precision}", flush=True)
-
-    # The corpus: the Brown Corpus (its first shard held out for the pretraining evaluation)
-    # and, for task-adaptive pretraining, the movie-review training sentences without labels.
-    glue_dir = os.path.join(output_dir, "glue")
-    movie_reviews.write_sst2_task(paths["movie_reviews"], os.path.join(glue_dir, "SST-2"))
-    reviews_text = os.path.join(output_dir, "corpus", "movie_reviews_train.txt")
-    os.makedirs(os.path.dirname(reviews_text), exist_ok=True)
-    movie_reviews.write_unlabelled_train_text(paths["movie_reviews"], reviews_text)
-    text_files = paths["brown"][:settings["brown_shards"]] + [reviews_text]
-    vocab_prefix = os.path.join(output_dir, "vocab", "spm")
-    if not os.path.exists(vocab_prefix + ".model"):
-        timings["vocabulary"] = _run("1-vocabulary", [
-            python, "build_vocab.py", f"--input={','.join(text_files)}",
-            f"--model_prefix={vocab_prefix}", f"--vocab_size={settings['vocab_size']}"], log_dir)
-    spm_model = vocab_prefix + ".model"
-
-    records_dir = os.path.join(output_dir, "pretraining_data")
-    records = [os.path.join(records_dir, os.path.basename(path).replace(".txt", ".tfrecord"))
-               for path in text_files]
-    if not all(os.path.exists(path) for path in records):
-        timings["pretraining data"] = _run("2-pretraining-data", [
-            python, "create_pretraining_data.py", f"--input_file={','.join(text_files)}",
-            f"--output_file={','.join(records)}", f"--spm_model_file={spm_model}",
-            f"--max_seq_length={settings['max_seq_length']}",
-            f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
-            f"--dupe_factor={settings['dupe_factor']}"], log_dir)
-
-    # Fine-tuning keeps the default dropout; pretraining, for a few epochs of a small corpus,
-    # learns faster without it (the same variables, so the checkpoint fits both).
-    config_path = os.path.join(output_dir, "albert_config.json")
-    AlbertConfig.from_dict(model).to_json_file(config_path)
-    pretraining_config_path = os.path.join(output_dir, "albert_config_pretraining.json")
-    AlbertConfig.from_dict(dict(model, **settings["pretrain_model_overrides"])).to_json_file(
-        pretraining_config_path)
-    pretrain_dir = os.path.join(output_dir, "pretraining")
-    eval_records, train_records = records[:1], records[1:] if len(records) > 1 else records
-    steps = settings["pretrain_steps"]
-    if not _finished(pretrain_dir, steps):
-        timings["pretraining"] = _run("3-pretraining", [
-            python, "run_pretraining.py", f"--albert_config_file={pretraining_config_path}",
-            f"--input_file={','.join(train_records)}", f"--eval_input_file={','.join(eval_records)}",
-            f"--output_dir={pretrain_dir}", "--do_train", "--do_eval",
-            f"--max_seq_length={settings['max_seq_length']}",
-            f"--max_predictions_per_seq={settings['max_predictions_per_seq']}",
-            f"--train_batch_size={settings['pretrain_batch']}", "--eval_batch_size=64",
-            f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={steps}",
-            f"--num_warmup_steps={steps // 10}", f"--save_checkpoints_steps={steps // 2}",
-            f"--iterations_per_loop={max(1, steps // 20)}", f"--precision={precision}",
-            f"--seed={settings['pretrain_seed']}",
-            f"--max_eval_steps={settings['pretrain_eval_steps']}"], log_dir)
-
-    export_dir = os.path.join(output_dir, "export")
-    runs = {"pretrained": [], "random_init": []}
-    fine_tuning = []
-    for seed in settings["finetune_seeds"]:
-        for init in runs:
-            run_dir = os.path.join(output_dir, "fine_tuning", f"{init}-seed{seed}")
-            runs[init].append(run_dir)
-            if not _finished(run_dir, settings["finetune_steps"]):
-                exported = init == "pretrained" and seed == settings["finetune_seeds"][0]
-                fine_tuning.append((f"4-fine-tuning-{init.replace('_', '-')}-seed{seed}", _fine_tuning_command(
-                    python, settings, glue_dir, config_path, spm_model, output_dir, run_dir, seed,
-                    pretrain_dir if init == "pretrained" else None, export_dir if exported else None)))
-    if fine_tuning:
-        started = time.time()
-        _run_side_by_side(fine_tuning, log_dir)
-        timings["fine-tuning"] = time.time() - started
-
-    command = [python, "serve.py", f"--export_dir={export_dir}"] + [f"--text={s}" for s in DEMO_SENTENCES]
-    print(f"\n=== 5-classify\n$ {' '.join(shlex.quote(c) for c in command)}", flush=True)
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"step '5-classify' failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
-    classifications = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-
-    scores = {init: [float(_read_eval_results(os.path.join(run_dir, "eval_results.txt"))["eval_accuracy"])
-                     for run_dir in run_dirs] for init, run_dirs in runs.items()}
-    classifier_dir = runs["pretrained"][0]
-    summary = {
-        "artefacts": {
-            "vocabulary": spm_model, "pretraining_records": records_dir,
-            "pretraining_checkpoints": pretrain_dir, "classifier_checkpoints": classifier_dir,
-            "export": export_dir, "logs": log_dir},
-        "cpu": {"model": cpu_model, "isa": isa, "precision": precision},
-        "pretraining_loss": _pretraining_loss(os.path.join(log_dir, "3-pretraining.log"))
-        if "pretraining" in timings else {"logged_loops": 0},
-        "pretraining_eval": _read_eval_results(os.path.join(pretrain_dir, "eval_results.txt")),
-        "fine_tuning_eval": _read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
-        "pretraining_gain": pretraining_gain("eval_accuracy", scores["pretrained"],
-                                             scores["random_init"]),
-        "classified": classifications,
-        "seconds": {key: round(value) for key, value in timings.items()},
-        "tensorboard": f"tensorboard --logdir {output_dir}",
-        "curves": curves.plot_runs([
-            ("pretraining loss", pretrain_dir, ["loss", "masked_lm_loss", "sentence_order_loss"]),
-            ("pretraining accuracy", pretrain_dir, ["masked_lm_accuracy",
-                                                    "sentence_order_accuracy"]),
-            ("fine-tuning (SST-2 style), seed " + str(settings["finetune_seeds"][0]),
-             [("pretrained", runs["pretrained"][0]), ("random init", runs["random_init"][0])],
-             ["loss", "accuracy"]),
-        ], os.path.join(output_dir, "curves.png")),
-    }
-    io_utils.atomic_write_text(os.path.join(output_dir, "summary.json"), json.dumps(summary, indent=2) + "\n")
-    _print_summary(summary)
-    return summary
-
-
-def _fine_tuning_command(python, settings, glue_dir, config_path, spm_model, output_dir, run_dir,
-                         seed, init_checkpoint, export_dir):
-    """run_classifier.py on the movie-review task: from `init_checkpoint`, or from random
-    initialisation when it is None; predicts and exports when `export_dir` is given."""
-    steps = settings["finetune_steps"]
-    command = [
-        python, "run_classifier.py", "--task_name=sst-2", f"--data_dir={glue_dir}",
-        f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}",
-        f"--output_dir={run_dir}", f"--cached_dir={os.path.join(output_dir, 'glue_cache')}",
-        "--do_train", "--do_eval", f"--seed={seed}",
-        f"--max_seq_length={settings['finetune_seq_length']}",
-        f"--train_batch_size={settings['finetune_batch']}", "--eval_batch_size=64",
-        f"--learning_rate={settings['finetune_lr']}", f"--train_step={steps}",
-        f"--warmup_step={steps // 10}", f"--save_checkpoints_steps={steps}",
-        f"--iterations_per_loop={max(1, steps // 10)}"]
-    command.append(f"--init_checkpoint={init_checkpoint}" if init_checkpoint else "--allow_random_init")
-    if export_dir:
-        command += ["--do_predict", "--predict_batch_size=64", f"--export_dir={export_dir}"]
-    return command
+    return Demo(data_dir, output_dir, quick).run()
 
 
 def _print_summary(summary):
@@ -314,7 +277,11 @@ def _print_summary(summary):
     gain = summary["pretraining_gain"]
     print(f"  {gain['metric']} over {len(gain['pretrained'])} seeds: pretrained "
           f"{gain['pretrained_mean']:.4f} ± {gain['pretrained_std']:.4f}, random init "
-          f"{gain['random_init_mean']:.4f} ± {gain['random_init_std']:.4f}: gain {gain['gain']:+.4f}")
+          f"{gain['random_init_mean']:.4f} ± {gain['random_init_std']:.4f}: paired gain "
+          f"{verdicts.points(gain['gain'], gain['gain_se'])} points")
+    print("  data efficiency (training sentences, same subsets for both arms):")
+    for size, cell in summary["data_efficiency"].items():
+        print(f"    {efficiency.describe(size, cell)}")
     for item in summary["classified"]:
         print(f"  {item.get('label')!s:>4}  {item['text_a']}")
     print(f"  curves: {summary['curves']} (or {summary['tensorboard']})")

@@ -6,32 +6,22 @@ AMX but fault on it, see `albert_tf.onednn_guard`). A second of products at the 
 own shapes, in both precisions, round-robin, settles it on the machine at hand.
 """
 
-import re
 import time
 
 import tensorflow as tf
 
-ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
+from albert_tf.demo import machine
+
 # bfloat16 must win by this much, beyond the noise of a shared machine (the demo model's
 # training step gains about what its bare products gain: bench/bench_small_pretraining.py).
 REQUIRED_SPEEDUP = 1.05
 
 
 def cpu_description():
-    """The CPU's model name and the instruction-set flags that decide float32 vs bfloat16 speed."""
-    model, flags = "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            text = cpuinfo.read()
-    except OSError:
-        return model, []
-    name = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
-    found = re.search(r"^flags\s*:\s*(.+)$", text, re.MULTILINE)
-    if name:
-        model = name.group(1).strip()
-    if found:
-        flags = set(found.group(1).split())
-    return model, [flag for flag in ISA_FLAGS if flag in flags]
+    """(model name, [ISA flags present]): albert_tf.demo.machine's description, as the
+    benchmarks print it."""
+    cpu = machine.cpu_description()
+    return cpu["model"], machine.present_flags(cpu)
 
 
 def _product_seconds(dtype, rows, width, inner, repeats):

@@ -25,6 +25,9 @@ def demo_settings(quick):
         "finetune_seq_length": 64,
         "finetune_batch": 32,
         "finetune_lr": 1e-4,
+        # the data-efficiency comparison beside the full one: each seed's subset, both arms
+        "efficiency_sentences": 50 if quick else 500,
+        "efficiency_steps": 10 if quick else 200,
         "model": {"vocab_size": 8000, "embedding_size": 64, "hidden_size": 128,
                   "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512,
                   "max_position_embeddings": 128},

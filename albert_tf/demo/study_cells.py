@@ -5,7 +5,8 @@ A cell works in its own directory, `<output_dir>/runs/<name>/`. A cell without a
 never finished (the run was killed), so its directory is removed before it runs again: the
 scripts refuse or resume from a half-finished output directory, and the study wants neither.
 Progress is printed as cells done / total with an ETA from the measured times of cells of the
-same kind (this run's and those recorded by an earlier one).
+same kind (this run's and those recorded by an earlier one); kinds not yet timed count at the
+mean timed cell, marked rough.
 """
 
 import datetime
@@ -75,7 +76,7 @@ class CellStore:
 
     def eta(self):
         """The remaining cells' time from the mean measured time of each kind; cells of a kind
-        not yet measured are counted apart."""
+        not yet measured are counted at the mean of all measured cells, and said to be."""
         by_kind = {}
         for name, seconds in self.seconds.items():
             by_kind.setdefault(self.planned[name], []).append(seconds)
@@ -88,8 +89,13 @@ class CellStore:
                 remaining += sum(times) / len(times)
             else:
                 unmeasured += 1
+        if unmeasured and not self.seconds:
+            return "unknown until a cell has run"
+        if unmeasured:
+            remaining += unmeasured * sum(self.seconds.values()) / len(self.seconds)
         text = str(datetime.timedelta(seconds=round(remaining / self.workers)))
-        return text + (f" + {unmeasured} cell(s) of kinds not yet timed" if unmeasured else "")
+        return text + (f" (rough: {unmeasured} cell(s) of kinds not yet timed counted at the mean "
+                       "timed cell)" if unmeasured else "")
 
     def total_seconds(self):
         return sum(self.seconds.values())

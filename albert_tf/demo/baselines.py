@@ -1,0 +1,57 @@
+"""What a model must beat: scores of rules that need no model, on the same dev data.
+
+Tagging: the most frequent training tag of each word (unseen words get the most frequent tag
+overall), and that most frequent tag everywhere. Sentiment: the majority label of dev.
+"""
+
+import collections
+
+
+def read_tagged(path):
+    """[[(word, tag)]] of a run_tagging.py `word tag` file (a blank line between sentences)."""
+    sentences, current = [], []
+    with open(path) as reader:
+        for number, line in enumerate(reader, 1):
+            fields = line.split()
+            if not fields:
+                if current:
+                    sentences.append(current)
+                current = []
+                continue
+            if len(fields) != 2:
+                raise ValueError(f"{path}:{number}: expected `word tag`, found {line.strip()!r}")
+            current.append((fields[0], fields[1]))
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+def tagging_baselines(train_path, dev_path):
+    """{"most_frequent_tag_per_word", "majority_tag"}: word accuracies on dev of the two rules
+    fitted on train, and the number of tags seen in train."""
+    by_word = collections.defaultdict(collections.Counter)
+    overall = collections.Counter()
+    for sentence in read_tagged(train_path):
+        for word, tag in sentence:
+            by_word[word][tag] += 1
+            overall[tag] += 1
+    if not overall:
+        raise ValueError(f"{train_path}: no tagged words")
+    majority = overall.most_common(1)[0][0]
+    words = [pair for sentence in read_tagged(dev_path) for pair in sentence]
+    if not words:
+        raise ValueError(f"{dev_path}: no tagged words")
+    per_word = sum(tag == (by_word[word].most_common(1)[0][0] if word in by_word else majority)
+                   for word, tag in words)
+    return {"most_frequent_tag_per_word": per_word / len(words),
+            "majority_tag": sum(tag == majority for _, tag in words) / len(words),
+            "tags": len(overall)}
+
+
+def majority_label_rate(tsv_path):
+    """The fraction of the most frequent label in an SST-2 style `sentence<TAB>label` file."""
+    with open(tsv_path) as reader:
+        labels = [line.rstrip("\n").split("\t")[-1] for line in reader.readlines()[1:] if line.strip()]
+    if not labels:
+        raise ValueError(f"{tsv_path}: no labelled rows after the header")
+    return collections.Counter(labels).most_common(1)[0][1] / len(labels)

@@ -1,0 +1,31 @@
+"""The pre-registered tries at making two cores of pretraining pay (`make paper --tries`) and
+the one test that judges them, fixed before any of them ran."""
+
+from albert_tf.demo import verdicts
+
+# The pre-registered tries at making pretraining pay on two cores (issue 36), each judged by
+# PASS_TEST, written here before any of them ran. Each is one arm of the comparison at the
+# smallest training-set size of the data-efficiency grid (500 sentences) against the random-init
+# arm, on the same subsets and seeds.
+PASS_TEST = {"min_gain": 0.03, "min_positive_seeds": 4}  # at the smallest efficiency size
+PASS_TEST_TEXT = ("pass test (written before any try ran): at 500 sentences, a paired gain over "
+                  "random initialisation of at least +3 points, with at least 4 of 5 seeds positive")
+TRIES = {
+    "tapt": {"label": "(a) task-adaptive pretraining: the unlabelled movie-review training "
+                      "sentences oversampled (dupe factor 8× Brown's)",
+             "pretrain": True},
+    "mlm40": {"label": "(b) more masked-LM signal per FLOP: masked LM alone at a 40% masking "
+                       "rate", "pretrain": True},
+    "few-passes": {"label": "(c) fewer passes at small N: the base model fine-tuned for a "
+                            "quarter of the steps", "pretrain": False},
+}
+TAPT_OVERSAMPLING = 8
+MLM40 = {"masked_lm_prob": 0.4, "max_predictions_per_seq": 26}  # 40% of 64 positions
+
+
+def passes(by_arm, name):
+    """Whether try `name` passes PASS_TEST against the random-init arm (same seeds), and the
+    paired comparison it was judged on."""
+    comparison = verdicts.paired(by_arm[name], by_arm["random-init"])
+    return (comparison["gain"] >= PASS_TEST["min_gain"]
+            and comparison["positive"] >= PASS_TEST["min_positive_seeds"]), comparison
