@@ -7,13 +7,15 @@ DATA := data
 
 .PHONY: setup data lint test test-hf5 demo demo-ci paper serve bench clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	@echo "== creating $(VENV)/ (Python virtual environment)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	@echo "== upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
 	@echo "== installing requirements-dev.txt: TensorFlow, PyTorch (CPU) and the rest, pinned (about 2 minutes)"
 	$(PY) -m pip install --progress-bar off -r requirements-dev.txt
+	@echo "== installing albert_tf itself, editable: importable from any directory with .venv/bin/python"
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 setup: $(VENV)/.installed
