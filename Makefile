@@ -65,13 +65,15 @@ paper: setup data
 	$(PY) -m albert_tf.demo.study --data_dir $(DATA) --output_dir study_output --preset=full
 
 # Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on
-# PORT, as model "albert": `make serve PORT=8080 EXPORT_DIR=out/SST-2/export`.
+# PORT and its gRPC API on GRPC_PORT, as model "albert":
+# `make serve PORT=8080 GRPC_PORT=8090 EXPORT_DIR=out/SST-2/export` (a second server beside the first).
 EXPORT_DIR ?= demo_output/export
 PORT ?= 8501
+GRPC_PORT ?= 8500
 serve: setup
 	@test -d $(EXPORT_DIR) || { echo "$(EXPORT_DIR) does not exist: run make demo first, or give EXPORT_DIR=<an export directory>" >&2; exit 2; }
-	@echo "== serving $(EXPORT_DIR) as model albert on http://localhost:$(PORT)/v1/models/albert (Ctrl-C stops)"
-	$(PY) serve.py --export_dir=$(EXPORT_DIR) --model_name=albert --rest_api_port=$(PORT)
+	@echo "== serving $(EXPORT_DIR) as model albert on http://localhost:$(PORT)/v1/models/albert and gRPC localhost:$(GRPC_PORT) (Ctrl-C stops)"
+	$(PY) serve.py --export_dir=$(EXPORT_DIR) --model_name=albert --rest_api_port=$(PORT) --port=$(GRPC_PORT)
 
 bench: setup data
 	$(PY) bench/run_all.py

@@ -299,3 +299,34 @@ def test_readme_chain_runs_as_written_on_tiny_data(real_data, tmp_path):
     predictions = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert len(predictions) == len(_flag_values(commands["serve.py"], "text"))
     assert all(item["label"] in ("0", "1") for item in predictions), predictions
+
+
+def test_make_serve_opens_grpc_on_grpc_port_as_the_readme_says(tmp_path):
+    """`make serve` passes GRPC_PORT to serve.py's --port (two servers side by side need two),
+    and the README names the variable and its default."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    lines = subprocess.run(["make", "-n", "serve", f"EXPORT_DIR={tmp_path}", "PORT=8601",
+                            "GRPC_PORT=8602"], cwd=REPO_ROOT, capture_output=True, env=env,
+                           text=True, check=True, timeout=60).stdout.splitlines()
+    (command,) = [line for line in lines if "serve.py" in line]
+    assert "--rest_api_port=8601" in command.split() and "--port=8602" in command.split()
+    default = subprocess.run(["make", "-n", "serve", f"EXPORT_DIR={tmp_path}"], cwd=REPO_ROOT,
+                             capture_output=True, env=env, text=True, check=True,
+                             timeout=60).stdout
+    assert "--port=8500" in default.split()
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as reader:
+        readme = reader.read()
+    assert "`GRPC_PORT` (8500)" in readme and "GRPC_PORT=" in readme
+
+
+def test_script_help_examples_use_the_readme_folders():
+    """A script's --help example (its docstring) and the README name the same input folders:
+    `run_classifier.py --data_dir=glue_data`, not another spelling a user must translate."""
+    from albert_tf.scripts import run_classifier
+    readme = {script: argv for script, argv in fenced_commands(os.path.join(REPO_ROOT, "README.md"))}
+    shown = re.sub(r"\\\n\s*", " ", run_classifier.__doc__)
+    (example,) = [line.strip() for line in shown.splitlines() if "python run_classifier.py" in line]
+    words = shlex.split(example)[2:]
+    for flag in ("data_dir", "task_name"):
+        assert _flag_values(words, flag) == _flag_values(readme["run_classifier.py"], flag), flag

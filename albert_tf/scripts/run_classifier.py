@@ -5,10 +5,10 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs), --seed and
 --allow_random_init. See docs/glue.md.
 
-    python run_classifier.py --task_name=mrpc --data_dir=glue --output_dir=out/mrpc \
+    python run_classifier.py --task_name=mrpc --data_dir=glue_data --output_dir=out/MRPC \
         --albert_config_file=albert_base/albert_config.json \
         --spm_model_file=albert_base/30k-clean.model --init_checkpoint=albert_base \
-        --do_train --do_eval --do_predict --export_dir=out/mrpc/export \
+        --do_train --do_eval --do_predict --export_dir=out/MRPC/export \
         --max_seq_length=512 --train_step=800 --warmup_step=200 --learning_rate=2e-5 \
         --save_checkpoints_steps=100 --train_batch_size=32
 """
