@@ -5,7 +5,7 @@ VENV_HF5 := .venv-hf5
 PY := $(VENV)/bin/python
 DATA := data
 
-.PHONY: setup data lint test test-hf5 demo demo-ci paper serve bench clean
+.PHONY: setup data lint test test-fast test-hf5 demo demo-ci paper serve bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	@echo "== creating $(VENV)/ (Python virtual environment)"
@@ -34,6 +34,10 @@ lint: setup
 test: setup data lint $(VENV_HF5)/.installed
 	$(run-hf5-tests)
 	$(PY) -m pytest -q --durations=25 tests
+
+# Everyday work: the main suite without the tests marked slow (training, exports, subprocesses).
+test-fast: setup data
+	$(PY) -m pytest -q -m "not slow" tests
 
 # The Hugging Face bridge tests again, against transformers 5: .venv-hf5 is .venv (a .pth file
 # puts its packages on the path) with requirements-hf5.txt installed over it.

@@ -330,3 +330,33 @@ def test_script_help_examples_use_the_readme_folders():
     words = shlex.split(example)[2:]
     for flag in ("data_dir", "task_name"):
         assert _flag_values(words, flag) == _flag_values(readme["run_classifier.py"], flag), flag
+
+
+def test_make_test_fast_runs_the_suite_without_slow_tests():
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    lines = subprocess.run(["make", "-n", "test-fast"], cwd=REPO_ROOT, capture_output=True,
+                           env=env, text=True, check=True, timeout=60).stdout.splitlines()
+    assert lines[-1] == '.venv/bin/python -m pytest -q -m "not slow" tests', lines[-3:]
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as reader:
+        assert "make test-fast" in reader.read()
+
+
+def test_slow_tests_are_named_as_they_start_under_q(tmp_path):
+    """`pytest -q` (make test) prints `[m:ss] slow: <id>` before each slow test, none for the
+    others, and still ends on pytest's summary line (CI reads it)."""
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.slow_progress"]\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: slow\n")
+    (tmp_path / "test_mix.py").write_text(
+        "import pytest\n\ndef test_quick():\n    print('own output')\n\n\n"
+        "@pytest.mark.slow\ndef test_long():\n    print('own output')\n\n\n"
+        "def test_quick_again():\n    pass\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "test_mix.py"], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=REPO_ROOT), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if "slow:" in line] == ["[0:00] slow: test_mix.py::test_long"]
+    assert lines[:2] == [".", "[0:00] slow: test_mix.py::test_long"], lines
+    assert re.fullmatch(r"3 passed in [\d.]+s", lines[-1]), lines[-1]
+    assert "own output" not in result.stdout  # the tests' own output stays captured
