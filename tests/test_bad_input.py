@@ -436,11 +436,14 @@ def _glue_job(tmp_path, spm_model_file, **config_changes):
                                   32, spm_model_file=spm_model_file)
 
 
-def test_glue_empty_train_file(tmp_path, spm_model_file):
-    _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n")
+@pytest.mark.parametrize("text, message", [
+    ("sentence\tlabel\n", r"SST-2/train.tsv: no examples in the train file"),
+    ("sentence\tlabel\na film\tmaybe\n", r"SST-2/train.tsv, line 2, column 2: unknown label 'maybe'"),
+], ids=["empty", "bad_label"])
+def test_glue_bad_train_file(tmp_path, spm_model_file, text, message):
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv", text)
     job = _glue_job(tmp_path, spm_model_file)
-    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv: no examples in the train "
-                                                 r"file"):
+    with pytest.raises(errors.UserInputError, match=message):
         job.records("train")
     assert _left_behind(tmp_path / "out") == []
 
@@ -474,14 +477,6 @@ def test_glue_vocabulary_larger_than_config(tmp_path, spm_model_file):
     with pytest.raises(errors.UserInputError, match=r"vocab_size 99 is smaller than the 4000 ids "
                                                  r"of .*brown-4k.model"):
         _glue_job(tmp_path, spm_model_file, vocab_size=99)
-
-
-def test_glue_bad_label(tmp_path, spm_model_file):
-    _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\na film\tmaybe\n")
-    job = _glue_job(tmp_path, spm_model_file)
-    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv, line 2, column 2: unknown "
-                                                 r"label 'maybe'"):
-        job.records("train")
 
 
 def _squad(files, tmp_path, *extra):
