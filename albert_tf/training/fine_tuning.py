@@ -207,6 +207,8 @@ def train_evaluate_predict(job, options, training_config, strategy):
     job.check_init_checkpoint(options.init_checkpoint, options.allow_random_init,
                               options.do_train)
     new_output_dir = not tf.io.gfile.exists(options.output_dir)
+    if options.do_train:
+        job.albert_config.check_beside(options.output_dir)  # another model's run: refused first
     if options.do_train or options.do_eval or options.do_predict:
         output_lock.check_writable(options.output_dir, "--output_dir")
     try:
