@@ -5,15 +5,17 @@ VENV_HF5 := .venv-hf5
 PY := $(VENV)/bin/python
 DATA := data
 
-.PHONY: setup data lint test test-hf5 demo demo-ci paper serve bench clean
+.PHONY: setup data lint test test-fast test-hf5 demo demo-ci paper serve bench clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	@echo "== creating $(VENV)/ (Python virtual environment)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	@echo "== upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
 	@echo "== installing requirements-dev.txt: TensorFlow, PyTorch (CPU) and the rest, pinned (about 2 minutes)"
 	$(PY) -m pip install --progress-bar off -r requirements-dev.txt
+	@echo "== installing albert_tf itself, editable: importable from any directory with .venv/bin/python"
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 setup: $(VENV)/.installed
@@ -32,6 +34,10 @@ lint: setup
 test: setup data lint $(VENV_HF5)/.installed
 	$(run-hf5-tests)
 	$(PY) -m pytest -q --durations=25 tests
+
+# Everyday work: the main suite without the tests marked slow (training, exports, subprocesses).
+test-fast: setup data
+	$(PY) -m pytest -q -m "not slow" tests
 
 # The Hugging Face bridge tests again, against transformers 5: .venv-hf5 is .venv (a .pth file
 # puts its packages on the path) with requirements-hf5.txt installed over it.
@@ -63,13 +69,15 @@ paper: setup data
 	$(PY) -m albert_tf.demo.study --data_dir $(DATA) --output_dir study_output --preset=full
 
 # Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on
-# PORT, as model "albert": `make serve PORT=8080 EXPORT_DIR=out/SST-2/export`.
+# PORT and its gRPC API on GRPC_PORT, as model "albert":
+# `make serve PORT=8080 GRPC_PORT=8090 EXPORT_DIR=out/SST-2/export` (a second server beside the first).
 EXPORT_DIR ?= demo_output/export
 PORT ?= 8501
+GRPC_PORT ?= 8500
 serve: setup
 	@test -d $(EXPORT_DIR) || { echo "$(EXPORT_DIR) does not exist: run make demo first, or give EXPORT_DIR=<an export directory>" >&2; exit 2; }
-	@echo "== serving $(EXPORT_DIR) as model albert on http://localhost:$(PORT)/v1/models/albert (Ctrl-C stops)"
-	$(PY) serve.py --export_dir=$(EXPORT_DIR) --model_name=albert --rest_api_port=$(PORT)
+	@echo "== serving $(EXPORT_DIR) as model albert on http://localhost:$(PORT)/v1/models/albert and gRPC localhost:$(GRPC_PORT) (Ctrl-C stops)"
+	$(PY) serve.py --export_dir=$(EXPORT_DIR) --model_name=albert --rest_api_port=$(PORT) --port=$(GRPC_PORT)
 
 bench: setup data
 	$(PY) bench/run_all.py

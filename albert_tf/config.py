@@ -184,13 +184,10 @@ class AlbertConfig:
     def __eq__(self, other):
         return isinstance(other, AlbertConfig) and self.to_dict() == other.to_dict()
 
-    def write_beside(self, directory, name="albert_config.json"):
-        """Logs the effective config and writes it into `directory` (next to the checkpoints).
-
-        A different config already there means the checkpoints belong to another model:
-        raises ConfigError rather than resume them with the wrong shapes."""
+    def check_beside(self, directory, name="albert_config.json"):
+        """Raises ConfigError when `directory` holds another config: its checkpoints belong to
+        another model, and resuming them would load the wrong shapes. Returns the path."""
         path = os.path.join(directory, name)
-        logging.info("Effective model config: %s", json.dumps(self.to_dict(), sort_keys=True))
         if os.path.exists(path):
             existing = AlbertConfig.from_json_file(path)
             if existing != self:
@@ -199,8 +196,15 @@ class AlbertConfig:
                 raise ConfigError(
                     f"{path}: the output directory holds a run of another model config "
                     f"(differs in {', '.join(changed)}); use another --output_dir")
-            return path
-        self.to_json_file(path)
+        return path
+
+    def write_beside(self, directory, name="albert_config.json"):
+        """Logs the effective config and writes it into `directory` (next to the checkpoints),
+        unless the same config is there already (another one is refused: `check_beside`)."""
+        path = self.check_beside(directory, name)
+        logging.info("Effective model config: %s", json.dumps(self.to_dict(), sort_keys=True))
+        if not os.path.exists(path):
+            self.to_json_file(path)
         return path
 
     def __repr__(self):

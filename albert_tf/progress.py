@@ -81,7 +81,8 @@ class Heartbeat:
         self._last = time.monotonic()
 
     def __enter__(self):
-        self._start_count, self._start = self.read_count(), time.monotonic()
+        self._start_count = self.read_count()
+        self._first_step = None  # (time, count) when the first step was seen done
         self._thread.start()
         return self
 
@@ -89,14 +90,24 @@ class Heartbeat:
         self._stop.set()
         self._thread.join()
 
+    def _wait_seconds(self):
+        if self._first_step is None:  # look often until the first step is done
+            return min(0.5, self.interval_seconds / 4)
+        return max(0.05, self._last + self.interval_seconds - time.monotonic())
+
     def _beat(self):
-        while not self._stop.wait(max(0.05, self._last + self.interval_seconds - time.monotonic())):
-            if time.monotonic() - self._last < self.interval_seconds:
+        """The rate and ETA count from the first step seen done: the time before it is mostly
+        tracing the step function, which would inflate the first estimates many times over."""
+        while not self._stop.wait(self._wait_seconds()):
+            count, now = self.read_count(), time.monotonic()
+            if self._first_step is None and count > self._start_count:
+                self._first_step = (now, count)
+            if now - self._last < self.interval_seconds:
                 continue
-            count = self.read_count()
-            done = count - self._start_count
-            rate = done / max(time.monotonic() - self._start, 1e-9)
-            eta = _duration((self.total - count) / rate) if rate > 0 else "?"
+            rate, eta = 0.0, "?"
+            if self._first_step is not None and count > self._first_step[1]:
+                rate = (count - self._first_step[1]) / max(now - self._first_step[0], 1e-9)
+                eta = _duration((self.total - count) / rate)
             logging.info("%s: %d/%d %s, %.2f %s/s, ETA %s", self.what, count, self.total,
                          self.unit, rate, self.unit, eta)
             self._last = time.monotonic()

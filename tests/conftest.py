@@ -13,6 +13,8 @@ from albert_tf.config import AlbertConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+pytest_plugins = ["tests.slow_progress"]  # slow tests named as they start under -q
+
 
 def script_env():
     """The environment of the scripts tests start: quiet TensorFlow, this checkout importable,

@@ -436,27 +436,47 @@ def _glue_job(tmp_path, spm_model_file, **config_changes):
                                   32, spm_model_file=spm_model_file)
 
 
-def test_glue_empty_train_file(tmp_path, spm_model_file):
-    _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n")
+@pytest.mark.parametrize("text, message", [
+    ("sentence\tlabel\n", r"SST-2/train.tsv: no examples in the train file"),
+    ("sentence\tlabel\na film\tmaybe\n", r"SST-2/train.tsv, line 2, column 2: unknown label 'maybe'"),
+], ids=["empty", "bad_label"])
+def test_glue_bad_train_file(tmp_path, spm_model_file, text, message):
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv", text)
     job = _glue_job(tmp_path, spm_model_file)
-    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv: no examples in the train "
-                                                 r"file"):
+    with pytest.raises(errors.UserInputError, match=message):
         job.records("train")
     assert _left_behind(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_fine_tuning_refused_for_missing_data_writes_no_output_folder(tmp_path, spm_model_file,
+                                                                      existing):
+    """--do_train --do_eval with the dev file missing: refused, naming it, after the train
+    records were cached. A new --output_dir is gone again; an existing one keeps what it held
+    and gets no albert_config.json."""
+    from albert_tf.training import fine_tuning, loop
+    _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\na fine film\t1\n")
+    if existing:
+        _write(tmp_path / "out" / "notes.txt", "mine")
+    job = _glue_job(tmp_path, spm_model_file)
+    options = fine_tuning.FlowOptions(str(tmp_path / "out"), do_train=True, do_eval=True,
+                                      allow_random_init=True)
+    training_config = loop.TrainingConfig(str(tmp_path / "out"), train_batch_size=2,
+                                          num_train_steps=1)
+    with pytest.raises(errors.UserInputError, match=r"SST-2/dev.tsv"):
+        fine_tuning.train_evaluate_predict(job, options, training_config,
+                                           tf.distribute.get_strategy())
+    if existing:
+        assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+        assert not (tmp_path / "out" / "albert_config.json").exists()
+    else:
+        assert not (tmp_path / "out").exists()
 
 
 def test_glue_vocabulary_larger_than_config(tmp_path, spm_model_file):
     with pytest.raises(errors.UserInputError, match=r"vocab_size 99 is smaller than the 4000 ids "
                                                  r"of .*brown-4k.model"):
         _glue_job(tmp_path, spm_model_file, vocab_size=99)
-
-
-def test_glue_bad_label(tmp_path, spm_model_file):
-    _write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\na film\tmaybe\n")
-    job = _glue_job(tmp_path, spm_model_file)
-    with pytest.raises(errors.UserInputError, match=r"SST-2/train.tsv, line 2, column 2: unknown "
-                                                 r"label 'maybe'"):
-        job.records("train")
 
 
 def _squad(files, tmp_path, *extra):

@@ -148,3 +148,51 @@ def test_run_squad_shares_the_fine_tuning_flags_with_its_original_names(tmp_path
     assert training_flags.init_checkpoint_from_flags(flag_values) == str(tmp_path)
     assert (flag_values.seed, flag_values.max_seq_length, flag_values.predict_batch_size) == (
         3, 384, 8)
+
+
+def test_the_scripts_share_one_preamble(tmp_path):
+    """run_classifier, run_race, run_tagging and run_squad start through
+    `training_flags.start_fine_tuning`: nothing to do is refused naming the script's own
+    actions, --seed seeds Keras (the same numbers as keras.utils.set_random_seed), and the config
+    file is read and the strategy and batching resolved there, not in each script."""
+    import inspect
+
+    import keras
+    from albert_tf.scripts import run_squad
+    for script in (*SCRIPTS, run_squad):
+        source = inspect.getsource(script.run)
+        assert "start_fine_tuning(" in source, script.__name__
+        for repeated in ("set_random_seed", "from_json_file", "strategy_from_flags",
+                         "batching_from_flags"):
+            assert repeated not in source, f"{script.__name__} repeats {repeated}"
+    config = tmp_path / "albert_config.json"
+    AlbertConfig(vocab_size=99, hidden_size=32, num_attention_heads=4).to_json_file(str(config))
+    flag_values = _flag_values(run_tagging, "--data_dir=d", f"--albert_config_file={config}",
+                               "--output_dir=o", "--seed=7", "--nodo_train", "--nodo_eval")
+    with pytest.raises(app.UsageError, match=r"At least one of --do_train, --do_eval or "
+                                             r"--do_predict must be given"):
+        training_flags.start_fine_tuning(flag_values, ("do_train", "do_eval", "do_predict"))
+    flag_values.do_predict = True
+    start = training_flags.start_fine_tuning(flag_values, ("do_train", "do_eval", "do_predict"))
+    seeded = keras.random.uniform([3]).numpy().tolist()
+    keras.utils.set_random_seed(7)
+    assert keras.random.uniform([3]).numpy().tolist() == seeded
+    assert start.albert_config.hidden_size == 32 and start.strategy.num_replicas_in_sync == 1
+    assert start.batching == training_flags.batching_from_flags(flag_values, start.strategy)
+
+
+def test_glue_race_and_tagging_datasets_come_from_one_recipe():
+    """The three tasks build their training, evaluation and test datasets in
+    `task.RecordFilesTask`; each only parses its records (RACE its own padded whole-set
+    batches)."""
+    from albert_tf.glue import task as glue_task
+    from albert_tf.race import task as race_task
+    from albert_tf.tagging import task as tagging_task
+    from albert_tf.training import task as task_lib
+    shared = ("train_dataset", "eval_dataset", "predict_dataset", "dataset_of", "records")
+    for task_class in (glue_task.ClassifierTask, race_task.RaceTask, tagging_task.TaggingTask):
+        assert issubclass(task_class, task_lib.RecordFilesTask)
+        assert not set(shared) & set(vars(task_class)), task_class.__name__
+    task = tagging_task.TaggingTask(None, ["O", "B-X"], 16, train_file="t.tfrecord")
+    with pytest.raises(ValueError, match="TaggingTask has no eval_file"):
+        task.eval_dataset(None, 4)

@@ -98,3 +98,39 @@ def test_rows_are_mixed_for_a_small_shuffle_buffer(real_data, tmp_path):
     for start in range(0, len(train) - 100, 100):
         window = collections.Counter(e.label for e in train[start:start + 100])
         assert 20 <= window["1"] <= 80, (start, window)
+
+
+def _task_command(*argv):
+    from absl import flags
+    from albert_tf.glue import movie_reviews_task
+    flag_values = flags.FlagValues()
+    movie_reviews_task.define_flags(flag_values)
+    flag_values(["movie_reviews_task", *argv])
+    return movie_reviews_task.run, flag_values
+
+
+@pytest.mark.parametrize("task_name, folder", [("sst-2", "SST-2"), ("sts-b", "STS-B")])
+def test_the_task_command_writes_what_run_classifier_reads(real_data, tmp_path, task_name, folder):
+    """`python -m albert_tf.glue.movie_reviews_task` (the README's first command) writes the
+    library's files into --output_dir, which run_classifier's processor reads from its parent."""
+    run, flag_values = _task_command(f"--movie_reviews_file={real_data['movie_reviews']}",
+                                     f"--task_name={task_name}",
+                                     f"--output_dir={tmp_path / 'glue_data' / folder}")
+    run(flag_values)
+    writer = {"sst-2": movie_reviews.write_sst2_task, "sts-b": movie_reviews.write_stsb_task}
+    expected = writer[task_name](real_data["movie_reviews"], str(tmp_path / "reference"))
+    for split, path in expected.items():
+        with open(path, encoding="utf-8") as want, open(
+                tmp_path / "glue_data" / folder / f"{split}.tsv", encoding="utf-8") as got:
+            assert got.read() == want.read(), split
+    processor = processors.get_processor(task_name, use_spm=False)
+    assert len(processor.get_dev_examples(str(tmp_path / "glue_data"))) > 900
+
+
+def test_the_task_command_refuses_a_missing_file_and_writes_nothing(tmp_path):
+    from albert_tf import errors
+    run, flag_values = _task_command(f"--movie_reviews_file={tmp_path / 'absent.tsv'}",
+                                     f"--output_dir={tmp_path / 'out'}")
+    with pytest.raises(errors.UserInputError, match=r"absent.tsv: movie reviews file not found"):
+        run(flag_values)
+    assert not (tmp_path / "out").exists()

@@ -71,3 +71,42 @@ def test_installed_commands_run_outside_the_checkout(tmp_path):
         module = target.split(":")[0]
         assert f"\n{module}:\n" in output, (name, output[-1000:])  # the script's own flags
         assert "Traceback" not in output
+
+
+def _setup_commands():
+    """The commands `make setup` runs on a fresh checkout (make -n -B: printed, not run)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return subprocess.run(["make", "-n", "-B", "setup"], cwd=REPO_ROOT, capture_output=True,
+                          env=env, text=True, check=True, timeout=60).stdout.splitlines()
+
+
+@pytest.mark.slow
+def test_make_setup_installs_the_package_importable_from_any_directory(tmp_path):
+    """`make setup` installs albert_tf editable after the requirements, so `.venv/bin/python -c
+    'import albert_tf'` works outside the checkout. The recipe's own install command runs here
+    into a scratch prefix (not the shared environment) and the package imports from elsewhere,
+    resolving to this checkout's files."""
+    lines = _setup_commands()
+    requirements = next(i for i, line in enumerate(lines) if "-r requirements-dev.txt" in line)
+    (editable,) = [i for i, line in enumerate(lines) if re.search(r"pip install .*-e \.$", line)]
+    assert editable > requirements, lines
+    assert "--no-deps" in lines[editable]  # the pinned requirements stay as installed
+    assert _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"] == ["albert_tf*"]
+
+    words = lines[editable].split()
+    assert words[:2] == [".venv/bin/python", "-m"], words
+    prefix = tmp_path / "prefix"
+    subprocess.run([sys.executable, *words[1:], "--prefix", str(prefix)], cwd=REPO_ROOT,
+                   check=True, capture_output=True, timeout=600)
+    (site,) = glob.glob(str(prefix / "lib" / "python3*" / "site-packages"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import site, sys; sys.path = [p for p in sys.path if p]; "
+         f"site.addsitedir({site!r}); import albert_tf.config as c; print(c.__file__)"],
+        cwd=elsewhere, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"), capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == os.path.join(REPO_ROOT, "albert_tf", "config.py")

@@ -60,7 +60,7 @@ def dev_cache(tmp_path, spm_model_file):
 def test_padded_eval_batches_keep_every_question_once(dev_cache, small_config, batch_size,
                                                       replicas):
     task = race_task.RaceTask(small_config, SEQ)
-    records = task._records(dev_cache, None).map(task._parse)
+    records = task.records(dev_cache, None).map(task._parse)
     batches = list(race_task.padded_batches(
         records, race_task._padding_record(SEQ, False), batch_size, replicas))
     assert len(batches) % replicas == 0

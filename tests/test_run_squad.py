@@ -309,7 +309,7 @@ def test_script_runs_from_the_command_line(files, tmp_path):
                f"--output_dir={tmp_path}"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert done.returncode != 0
-    assert "At least one of `do_train`, `do_predict` or `export_dir`" in done.stderr
+    assert "At least one of --do_train, --do_predict or --export_dir" in done.stderr
 
 
 ORIGINAL_FLAG_DEFAULTS = {  # run_squad_v1.py and run_squad_v2.py

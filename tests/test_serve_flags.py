@@ -65,3 +65,12 @@ def test_prefer_tflite_model_reaches_both_servers(monkeypatch):
     monkeypatch.setattr(serving, "start_python_server", start)
     serve.run(_flags("--model_base_path=/m", "--prefer_tflite_model", "--nouse_model_server"))
     assert calls[0].prefer_tflite_model is True
+
+
+def test_text_b_help_says_a_single_sentence_model_cannot_be_told():
+    """An export records no "pair task" fact, so serve.py cannot refuse --text_b for SST-2 or
+    CoLA; its help says so instead of letting the answer pass as meaningful."""
+    flag_values = flags.FlagValues()
+    serve.define_flags(flag_values)
+    assert "single-sentence" in flag_values["text_b"].help
+    assert "never saw" in flag_values["text_b"].help

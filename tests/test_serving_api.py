@@ -15,30 +15,13 @@ import tensorflow as tf
 from albert_tf import serving
 from albert_tf.export import signature_methods
 from tests.conftest import REPO_ROOT
+from tests.serving_toy_model import HalfPlus
 
 FIXTURES = os.path.join(REPO_ROOT, "tests", "fixtures", "tf_serving_rest_api.json")
 
 
-class _HalfPlusThree(tf.Module):
+class _HalfPlusThree(HalfPlus):
     """TF Serving's documented example model, y = 0.5 x + 3, with the signature kinds it has."""
-
-    def __init__(self, offset=3.0):
-        super().__init__()
-        self.offset = tf.Variable(offset)
-
-    def _y(self, x):
-        return 0.5 * x + self.offset
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
-    def predict(self, x):
-        return {"y": self._y(x)}
-
-    def _x_of(self, inputs):
-        return tf.io.parse_example(inputs, {"x": tf.io.FixedLenFeature([1], tf.float32)})["x"][:, 0]
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
-    def regress(self, inputs):
-        return {"outputs": self._y(self._x_of(inputs))}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def classify(self, inputs):

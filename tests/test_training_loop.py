@@ -184,3 +184,28 @@ def test_restore_refuses_a_checkpoint_without_global_step(tmp_path):
         trainer.checkpoints.restore(str(tmp_path / "model.ckpt-3"))
     assert checkpointing.checkpoint_step(str(tmp_path / "model.ckpt-3")) == 3
     assert checkpointing.checkpoint_step("model.ckpt-best") is None
+
+
+def test_eta_is_measured_after_the_first_loop_which_includes_tracing(tmp_path, caplog, monkeypatch):
+    """The first loop traces the step function (seconds on a CPU, for a few steps): its line
+    says `ETA ?`, and the later lines' rate leaves it out. A 2 s stall in the first loop,
+    standing in for tracing, would make the next ETA about 2 s; it stays near the toy's true
+    time (milliseconds)."""
+    import time
+    import logging as std_logging
+    trainer = _trainer(tmp_path, num_train_steps=9, save_checkpoints_steps=9, iterations_per_loop=3)
+    train_steps, calls = trainer.train_steps, []
+
+    def first_loop_stalls(iterator, num_steps):
+        calls.append(num_steps)
+        if len(calls) == 1:
+            time.sleep(2.0)
+        return train_steps(iterator, num_steps)
+
+    monkeypatch.setattr(trainer, "train_steps", first_loop_stalls)
+    caplog.set_level(std_logging.INFO)
+    trainer.train()
+    etas = [message.rsplit("ETA ", 1)[1] for message in caplog.messages
+            if message.startswith("step ") and "ETA" in message]
+    assert etas[0] == "?" and etas[-1] == "0:00:00", etas
+    assert etas[1] in ("0:00:00", "0:00:01"), etas

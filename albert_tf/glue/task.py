@@ -41,7 +41,7 @@ def per_example_loss(logits, labels, regression):
                                                           logits=logits)
 
 
-class ClassifierTask(task_lib.Task):
+class ClassifierTask(task_lib.RecordFilesTask):
     """GLUE fine-tuning: the records of `features.write_records`, one classification head."""
 
     eval_metric_higher_is_better = True
@@ -50,15 +50,11 @@ class ClassifierTask(task_lib.Task):
                  eval_file=None, shuffle_buffer=100, batching=length_buckets_lib.PADDED,
                  predict_file=None):
         """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
-        self.albert_config = albert_config
+        super().__init__(albert_config, max_seq_length, batching, train_file, eval_file,
+                         predict_file)
         self.task_name = task_name.lower()
         self.num_labels = num_labels
-        self.max_seq_length = max_seq_length
-        self.train_file = train_file
-        self.eval_file = eval_file
-        self.predict_file = predict_file
         self.shuffle_buffer = shuffle_buffer
-        self.batching = batching
         self.regression = features.is_regression(self.task_name)
         self.eval_metric_name = metrics.selection_metric(self.task_name)
 
@@ -67,36 +63,8 @@ class ClassifierTask(task_lib.Task):
             encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
             self.num_labels, dropout_rate=CLASSIFIER_DROPOUT)
 
-    def _records(self, path, input_context):
-        return task_lib.shard(tf.data.TFRecordDataset(path), input_context)
-
-    def _parsed(self, dataset, batch_size, drop_remainder):
-        return dataset.batch(batch_size, drop_remainder=drop_remainder).map(
-            lambda records: features.parse_records(records, self.max_seq_length, self.regression),
-            num_parallel_calls=tf.data.AUTOTUNE)
-
-    def train_dataset(self, input_context, batch_size):
-        if not self.train_file:
-            raise ValueError("ClassifierTask has no train_file")
-        dataset = self._records(self.train_file, input_context).repeat().shuffle(self.shuffle_buffer)
-        examples = self._parsed(dataset, batch_size, drop_remainder=True).unbatch()
-        return self.batching.train_batches(examples, batch_size,
-                                           self.max_seq_length).prefetch(tf.data.AUTOTUNE)
-
-    def eval_dataset(self, input_context, batch_size):
-        if not self.eval_file:
-            raise ValueError("ClassifierTask has no eval_file")
-        return self.dataset_of(self.eval_file, batch_size, input_context)
-
-    def predict_dataset(self, input_context, batch_size):
-        if not self.predict_file:
-            raise ValueError("ClassifierTask has no predict_file")
-        return self.dataset_of(self.predict_file, batch_size, input_context)
-
-    def dataset_of(self, path, batch_size, input_context=None):
-        """Batches of every record of `path`, in order, cut to the run's buckets."""
-        dataset = self._parsed(self._records(path, input_context), batch_size, False)
-        return self.batching.trim(dataset, self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+    def parse_records(self, records):
+        return features.parse_records(records, self.max_seq_length, self.regression)
 
     def per_example_loss(self, features_, outputs):
         return per_example_loss(outputs["logits"], features_["label_ids"], self.regression)

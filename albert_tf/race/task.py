@@ -52,33 +52,26 @@ def padded_batches(records, padding_record, batch_size, replicas_per_pipeline):
             .batch(batch_size, drop_remainder=True))
 
 
-class RaceTask(task_lib.Task):
+class RaceTask(task_lib.RecordFilesTask):
     """RACE fine-tuning on the records of `cache.write`."""
 
     eval_metric_name = "eval_accuracy"
     eval_metric_higher_is_better = True
+    shuffle_buffer = TRAIN_SHUFFLE_BUFFER
 
     def __init__(self, albert_config, max_seq_length, levels=reader.LEVELS, dropout_prob=0.1,
                  train_file=None, eval_file=None, batching=length_buckets_lib.PADDED,
                  predict_file=None):
         """`batching`: the run's `training.length_buckets.Batching` (default: padded)."""
-        self.albert_config = albert_config
-        self.max_seq_length = max_seq_length
+        super().__init__(albert_config, max_seq_length, batching, train_file, eval_file,
+                         predict_file)
         self.levels = tuple(level for level in reader.LEVELS if level in levels)
         self.dropout_prob = dropout_prob
-        self.train_file = train_file
-        self.eval_file = eval_file
-        self.predict_file = predict_file
-        self.batching = batching
 
     def build_model(self, strategy):
         return multiple_choice.AlbertMultipleChoice(
             encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
             num_choices=reader.NUM_CHOICES, dropout_prob=self.dropout_prob)
-
-    def _records(self, path, input_context, with_index=False):
-        dataset = tf.data.TFRecordDataset(path)
-        return task_lib.shard(dataset.enumerate() if with_index else dataset, input_context)
 
     def _parse(self, record, index=None):
         fields = _model_fields(cache.parse(record, self.max_seq_length))
@@ -86,37 +79,17 @@ class RaceTask(task_lib.Task):
             fields["record_index"] = tf.cast(index, tf.int32)
         return fields
 
-    def train_dataset(self, input_context, batch_size):
-        if not self.train_file:
-            raise ValueError("RaceTask has no train_file")
-        dataset = self._records(self.train_file, input_context).repeat()
-        examples = dataset.shuffle(TRAIN_SHUFFLE_BUFFER).map(
-            self._parse, num_parallel_calls=tf.data.AUTOTUNE)
-        return self.batching.train_batches(examples, batch_size,
-                                           self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+    def train_examples(self, path, batch_size, input_context):
+        records = self.records(path, input_context).repeat().shuffle(self.shuffle_buffer)
+        return records.map(self._parse, num_parallel_calls=tf.data.AUTOTUNE)
 
-    def eval_dataset(self, input_context, batch_size):
-        if not self.eval_file:
-            raise ValueError("RaceTask has no eval_file")
-        return self.dataset_of(self.eval_file, batch_size, input_context)
-
-    def predict_dataset(self, input_context, batch_size):
-        if not self.predict_file:
-            raise ValueError("RaceTask has no predict_file")
-        return self.dataset_of(self.predict_file, batch_size, input_context)
-
-    def dataset_of(self, path, batch_size, input_context=None):
-        """Padded evaluation batches of any cache file, with `record_index` (the record's
-        position in the file, -1 for padding) to put the whole set back in record order."""
-        records = self._records(path, input_context, with_index=True).map(
+    def whole_set_batches(self, path, batch_size, input_context):
+        """Padded batches of every record with `record_index` (the record's position in the
+        file, -1 for padding) to put the whole set back in record order."""
+        records = task_lib.shard(tf.data.TFRecordDataset(path).enumerate(), input_context).map(
             lambda index, record: self._parse(record, index), num_parallel_calls=tf.data.AUTOTUNE)
-        batches = padded_batches(
-            records, _padding_record(self.max_seq_length, with_index=True), batch_size,
-            _replicas_per_pipeline(input_context))
-        return self._trimmed(batches).prefetch(tf.data.AUTOTUNE)
-
-    def _trimmed(self, batches):
-        return self.batching.trim(batches, self.max_seq_length)
+        return padded_batches(records, _padding_record(self.max_seq_length, with_index=True),
+                              batch_size, _replicas_per_pipeline(input_context))
 
     def per_example_loss(self, features, outputs):
         losses = multiple_choice.per_example_loss(features["label_ids"], outputs["logits"])

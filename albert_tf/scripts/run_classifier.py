@@ -5,10 +5,10 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 --gradient_accumulation_steps, --distribution_strategy, --eval_timeout_secs), --seed and
 --allow_random_init. See docs/glue.md.
 
-    python run_classifier.py --task_name=mrpc --data_dir=glue --output_dir=out/mrpc \
+    python run_classifier.py --task_name=mrpc --data_dir=glue_data --output_dir=out/MRPC \
         --albert_config_file=albert_base/albert_config.json \
         --spm_model_file=albert_base/30k-clean.model --init_checkpoint=albert_base \
-        --do_train --do_eval --do_predict --export_dir=out/mrpc/export \
+        --do_train --do_eval --do_predict --export_dir=out/MRPC/export \
         --max_seq_length=512 --train_step=800 --warmup_step=200 --learning_rate=2e-5 \
         --save_checkpoints_steps=100 --train_batch_size=32
 """
@@ -16,15 +16,12 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 import math
 
 from absl import app, flags, logging
-import keras
 
 from albert_tf import cli
-from albert_tf.config import AlbertConfig
 from albert_tf.export import classifier as classifier_export
 from albert_tf.export import preprocessor as preprocessor_export
 from albert_tf.glue import processors
 from albert_tf.glue import run as glue_run
-from albert_tf.training import fine_tuning
 from albert_tf.training import flags as training_flags
 
 
@@ -45,14 +42,12 @@ def define_flags(flag_values):
     define.string("cached_dir", None, "Path to cached training and dev tfrecord files "
                   "(default: --output_dir). File names encode the task, split, "
                   "max_seq_length, casing and hashes of the vocabulary and data files.")
-    define.string("export_dir", None, "The directory where the exported SavedModel will be "
-                  "stored (in a numeric version subdirectory, for TensorFlow Serving).")
-    training_flags.define_export_precision_flag(classifier_export.EXPORT_PRECISIONS, "ids",
-                                                flag_values)
-    define.bool("export_raw_text", True, "Include the in-graph tokenizer and the `text` "
-                "signature in the exported model (new). Those need tensorflow_text wherever "
-                "the model is served; with false the export holds no custom ops (stock TF "
-                "Serving, saved_model_cli) and --export_preprocessor_dir takes the tokenizer.")
+    training_flags.define_export_flags(
+        precisions=classifier_export.EXPORT_PRECISIONS, tflite_signature="ids",
+        text_signature="text", export_dir_help="The directory where the exported SavedModel "
+        "will be stored (in a numeric version subdirectory, for TensorFlow Serving).",
+        raw_text_note=", and --export_preprocessor_dir takes the tokenizer",
+        flag_values=flag_values)
     define.string("export_preprocessor_dir", None, "Also write the raw-text tokenizer as a "
                   "SavedModel of its own here (new; text_a, text_b -> the model's ids inputs).")
     define.float("threshold_to_export", float("nan"), "The threshold value that should be "
@@ -64,25 +59,17 @@ def define_flags(flag_values):
 
 def run(flag_values):
     """The whole script on parsed flags; returns the best dev result summary (or None)."""
-    if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict
-            or flag_values.export_dir or flag_values.export_preprocessor_dir):
-        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict or "
-                             "--export_dir must be given.")
     if flag_values.export_preprocessor_dir and not flag_values.spm_model_file:
         raise app.UsageError("--export_preprocessor_dir needs --spm_model_file (the in-graph "
                              "tokenizer is SentencePiece)")
-    if flag_values.seed is not None:
-        keras.utils.set_random_seed(flag_values.seed)
-    albert_config = AlbertConfig.from_json_file(flag_values.albert_config_file)
-    strategy = training_flags.strategy_from_flags(flag_values)
+    start = training_flags.start_fine_tuning(
+        flag_values, ("do_train", "do_eval", "do_predict", "export_dir", "export_preprocessor_dir"))
     job = glue_run.ClassifierJob(
-        flag_values.task_name, flag_values.data_dir, flag_values.output_dir, albert_config,
+        flag_values.task_name, flag_values.data_dir, flag_values.output_dir, start.albert_config,
         flag_values.max_seq_length, spm_model_file=flag_values.spm_model_file,
         vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
-        cached_dir=flag_values.cached_dir,
-        batching=training_flags.batching_from_flags(flag_values, strategy))
-    summary = fine_tuning.train_evaluate_predict(
-        job, *training_flags.flow_from_flags(flag_values), strategy).summary
+        cached_dir=flag_values.cached_dir, batching=start.batching)
+    summary = training_flags.run_flow(job, flag_values, start.strategy).summary
     if flag_values.export_dir:
         threshold = flag_values.threshold_to_export
         path = classifier_export.export_from_checkpoint(

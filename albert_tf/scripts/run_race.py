@@ -15,14 +15,11 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
 
 
 from absl import app, flags, logging
-import keras
 
 from albert_tf import cli
-from albert_tf.config import AlbertConfig
 from albert_tf.export import race as race_export
 from albert_tf.race import reader
 from albert_tf.race import run as race_run
-from albert_tf.training import fine_tuning
 from albert_tf.training import flags as training_flags
 
 
@@ -54,37 +51,27 @@ def define_flags(flag_values):
     define.bool("high_only", False, "Whether to only run the model on the high school set.")
     define.bool("middle_only", False, "Whether to only run the model on the middle school "
                 "set.")
-    define.string("export_dir", None, "Export model.ckpt-best as a SavedModel to "
-                  "<export_dir>/<version>/ (TensorFlow Serving layout).")
-    training_flags.define_export_precision_flag(race_export.EXPORT_PRECISIONS,
-                                                "serving_default", flag_values)
-    define.bool("export_raw_text", True, "Include the raw-text `text` signature (in-graph "
-                "tokenizer) in the export. It needs tensorflow_text wherever the model is "
-                "served; with false the SavedModel holds no custom ops (stock TF Serving).")
+    training_flags.define_export_flags(
+        precisions=race_export.EXPORT_PRECISIONS, tflite_signature="serving_default",
+        text_signature="text", export_dir_help="Export model.ckpt-best as a SavedModel to "
+        "<export_dir>/<version>/ (TensorFlow Serving layout).", flag_values=flag_values)
 
 
 def run(flag_values):
     """The whole script on parsed flags; returns the best dev result summary (or None)."""
     if flag_values.task_name.lower() != "race":
         raise app.UsageError(f"--task_name={flag_values.task_name}: run_race.py only runs race")
-    if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict
-            or flag_values.export_dir):
-        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict or "
-                             "--export_dir must be given.")
-    if flag_values.seed is not None:
-        keras.utils.set_random_seed(flag_values.seed)
-    albert_config = AlbertConfig.from_json_file(flag_values.albert_config_file)
+    start = training_flags.start_fine_tuning(
+        flag_values, ("do_train", "do_eval", "do_predict", "export_dir"))
     levels = reader.levels_from_flags(flag_values.high_only, flag_values.middle_only)
-    strategy = training_flags.strategy_from_flags(flag_values)
     job = race_run.RaceJob(
-        flag_values.data_dir, flag_values.output_dir, albert_config, flag_values.max_seq_length,
-        flag_values.max_qa_length, levels, spm_model_file=flag_values.spm_model_file,
-        vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
-        dropout_prob=flag_values.dropout_prob, train_file=flag_values.train_file,
-        eval_file=flag_values.eval_file, predict_file=flag_values.predict_file,
-        batching=training_flags.batching_from_flags(flag_values, strategy))
-    summary = fine_tuning.train_evaluate_predict(
-        job, *training_flags.flow_from_flags(flag_values), strategy).summary
+        flag_values.data_dir, flag_values.output_dir, start.albert_config,
+        flag_values.max_seq_length, flag_values.max_qa_length, levels,
+        spm_model_file=flag_values.spm_model_file, vocab_file=flag_values.vocab_file,
+        do_lower_case=flag_values.do_lower_case, dropout_prob=flag_values.dropout_prob,
+        train_file=flag_values.train_file, eval_file=flag_values.eval_file,
+        predict_file=flag_values.predict_file, batching=start.batching)
+    summary = training_flags.run_flow(job, flag_values, start.strategy).summary
     if flag_values.export_dir:
         checkpoint = job.best_checkpoint()
         path = race_export.export_from_checkpoint(job, checkpoint, flag_values.export_dir,

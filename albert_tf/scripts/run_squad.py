@@ -12,11 +12,9 @@ with `squad.run.SquadJob`. See docs/squad.md.
         --predict_file=dev-v1.1.json --do_train --do_predict --output_dir=out
 """
 
-from absl import app, logging
-import keras
+from absl import logging
 
 from albert_tf import cli
-from albert_tf.config import AlbertConfig
 from albert_tf.export import squad as squad_export
 from albert_tf.squad import run as squad_run
 from albert_tf.training import fine_tuning
@@ -60,13 +58,11 @@ def define_flags(flag_values):
     define.bool("use_einsum", True, "Accepted as the original's flag; no effect: dense layers "
                 "are always tf.reshape+tf.matmul (the same variables and results as tf.einsum, "
                 "and TFLite-compatible).")
-    define.string("export_dir", None, "The directory where the exported SavedModel "
-                  "(<export_dir>/saved_model/<version>) and albert_model.tflite will be stored.")
-    training_flags.define_export_precision_flag(squad_export.EXPORT_PRECISIONS,
-                                                "serving_default", flag_values)
-    define.bool("export_raw_text", True, "Include the raw-text `answer` signature (in-graph "
-                "tokenizer) in the export (new). It needs tensorflow_text wherever the model "
-                "is served; with false the SavedModel holds no custom ops (stock TF Serving).")
+    training_flags.define_export_flags(
+        precisions=squad_export.EXPORT_PRECISIONS, tflite_signature="serving_default",
+        text_signature="answer", export_dir_help="The directory where the exported SavedModel "
+        "(<export_dir>/saved_model/<version>) and albert_model.tflite will be stored.",
+        flag_values=flag_values)
     define.bool("version_2_with_negative", False, "SQuAD v2.0 (unanswerable questions, "
                 "the run_squad_v2.py model); default v1.1 (run_squad_v1.py).")
     define.integer("start_n_top", 5, "v2: beam size for the answer start.", lower_bound=1)
@@ -86,20 +82,13 @@ def run_options(flag_values):
 
 def run(flag_values):
     """The whole script on parsed flags; returns the best checkpoint's results (or None)."""
-    if not (flag_values.do_train or flag_values.do_predict or flag_values.export_dir):
-        raise app.UsageError("At least one of `do_train`, `do_predict` or `export_dir` must "
-                             "be specified.")
-    if flag_values.seed is not None:
-        keras.utils.set_random_seed(flag_values.seed)
     options = run_options(flag_values)
+    start = training_flags.start_fine_tuning(flag_values, ("do_train", "do_predict", "export_dir"),
+                                             squad_run.keep_padding(options))
     init_checkpoint = training_flags.init_checkpoint_from_flags(flag_values)
-    strategy = training_flags.strategy_from_flags(flag_values)
     job = squad_run.SquadJob(
-        options, flag_values.output_dir, AlbertConfig.from_json_file(
-            flag_values.albert_config_file), flag_values.max_seq_length,
-        flag_values.spm_model_file, flag_values.do_lower_case,
-        training_flags.batching_from_flags(flag_values, strategy,
-                                           squad_run.keep_padding(options)),
+        options, flag_values.output_dir, start.albert_config, flag_values.max_seq_length,
+        flag_values.spm_model_file, flag_values.do_lower_case, start.batching,
         config_source=flag_values.albert_config_file)
     results = None
     if flag_values.do_train or flag_values.do_predict:
@@ -111,7 +100,7 @@ def run(flag_values):
         results = fine_tuning.train_evaluate_predict(
             job, flow, training_flags.training_config_from_flags(
                 flag_values, num_train_steps=1, num_warmup_steps=0,
-                init_checkpoint=init_checkpoint), strategy).test_results
+                init_checkpoint=init_checkpoint), start.strategy).test_results
     if flag_values.export_dir:
         threshold = options.null_score_diff_threshold
         if threshold is None and results:

@@ -11,13 +11,8 @@ shared fine-tuning flow, with run_classifier.py's flag names.
 columns of CoNLL files), a blank line between sentences.
 """
 
-from absl import app
-import keras
-
 from albert_tf import cli
-from albert_tf.config import AlbertConfig
 from albert_tf.tagging import run as tagging_run
-from albert_tf.training import fine_tuning
 from albert_tf.training import flags as training_flags
 
 
@@ -35,19 +30,13 @@ def define_flags(flag_values):
 
 def run(flag_values):
     """The whole script on parsed flags; returns the best dev result summary (or None)."""
-    if not (flag_values.do_train or flag_values.do_eval or flag_values.do_predict):
-        raise app.UsageError("At least one of --do_train, --do_eval or --do_predict must be given.")
-    if flag_values.seed is not None:
-        keras.utils.set_random_seed(flag_values.seed)
-    albert_config = AlbertConfig.from_json_file(flag_values.albert_config_file)
-    strategy = training_flags.strategy_from_flags(flag_values)
+    start = training_flags.start_fine_tuning(flag_values, ("do_train", "do_eval", "do_predict"))
     job = tagging_run.TaggingJob(
-        flag_values.data_dir, flag_values.output_dir, albert_config, flag_values.max_seq_length,
-        spm_model_file=flag_values.spm_model_file, vocab_file=flag_values.vocab_file,
-        do_lower_case=flag_values.do_lower_case,
-        batching=training_flags.batching_from_flags(flag_values, strategy))
-    return fine_tuning.train_evaluate_predict(
-        job, *training_flags.flow_from_flags(flag_values), strategy).summary
+        flag_values.data_dir, flag_values.output_dir, start.albert_config,
+        flag_values.max_seq_length, spm_model_file=flag_values.spm_model_file,
+        vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
+        batching=start.batching)
+    return training_flags.run_flow(job, flag_values, start.strategy).summary
 
 
 def entry():

@@ -50,7 +50,9 @@ def define_flags(flag_values):
                   "custom_ca, client_verify): serve gRPC over TLS (TF Serving's flag).")
     define.string("host", "127.0.0.1", "Address the built-in server listens on.")
     define.multi_string("text", None, "Classify these sentences once and exit (no server).")
-    define.multi_string("text_b", None, "Second sentences for pair tasks, one per --text.")
+    define.multi_string("text_b", None, "Second sentences for pair tasks, one per --text. "
+                        "An export does not record whether its task had pairs: a single-sentence "
+                        "model (SST-2, CoLA) given --text_b answers from a segment it never saw.")
     define.string("signature_name", "text", "Signature used with --text.")
     define.bool("use_model_server", True, "Use tensorflow_model_server when it is on PATH.")
     define.integer("max_batch_size", DEFAULTS.max_batch_size, "Built-in server: larger "

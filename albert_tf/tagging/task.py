@@ -16,20 +16,17 @@ from albert_tf.training import length_buckets as length_buckets_lib
 from albert_tf.training import task as task_lib
 
 
-class TaggingTask(task_lib.Task):
+class TaggingTask(task_lib.RecordFilesTask):
     eval_metric_higher_is_better = True
 
     def __init__(self, albert_config, labels, max_seq_length, train_file=None, eval_file=None,
                  batching=length_buckets_lib.PADDED, shuffle_buffer=100, dropout_rate=0.1,
                  predict_file=None):
-        self.albert_config = albert_config
+        super().__init__(albert_config, max_seq_length, batching, train_file, eval_file,
+                         predict_file)
         self.labels = list(labels)
         self.bio = metrics.is_bio(self.labels)
         self.eval_metric_name = "f1" if self.bio else "eval_accuracy"
-        self.max_seq_length = max_seq_length
-        self.train_file, self.eval_file = train_file, eval_file
-        self.predict_file = predict_file
-        self.batching = batching
         self.shuffle_buffer = shuffle_buffer
         self.dropout_rate = dropout_rate
 
@@ -38,29 +35,8 @@ class TaggingTask(task_lib.Task):
             encoder.AlbertEncoder(self.albert_config, **self.batching.encoder_options),
             len(self.labels), self.dropout_rate)
 
-    def dataset_of(self, path, batch_size, input_context=None, training=False):
-        """Batches of the records in `path` (repeated and shuffled when `training`)."""
-        dataset = task_lib.shard(tf.data.TFRecordDataset(path), input_context)
-        if training:
-            dataset = dataset.repeat().shuffle(self.shuffle_buffer)
-        dataset = dataset.batch(batch_size, drop_remainder=training).map(
-            lambda records: features.parse(records, self.max_seq_length),
-            num_parallel_calls=tf.data.AUTOTUNE)
-        if training:
-            dataset = self.batching.train_batches(dataset.unbatch(), batch_size,
-                                                  self.max_seq_length)
-        else:
-            dataset = self.batching.trim(dataset, self.max_seq_length)
-        return dataset.prefetch(tf.data.AUTOTUNE)
-
-    def train_dataset(self, input_context, batch_size):
-        return self.dataset_of(self.train_file, batch_size, input_context, training=True)
-
-    def eval_dataset(self, input_context, batch_size):
-        return self.dataset_of(self.eval_file, batch_size, input_context)
-
-    def predict_dataset(self, input_context, batch_size):
-        return self.dataset_of(self.predict_file, batch_size, input_context)
+    def parse_records(self, records):
+        return features.parse(records, self.max_seq_length)
 
     def loss_normalizers(self, features_):
         return {"words": tf.reduce_sum(features_["label_weights"])}

@@ -24,6 +24,7 @@ epochs, its last step without a train file) is in the plan.
 import abc
 import dataclasses
 import os
+import shutil
 
 from absl import logging
 import tensorflow as tf
@@ -108,6 +109,13 @@ def best_checkpoint(output_dir, fallback=None, eval_split="dev set"):
     logging.warning("%s has no model.ckpt-best (run --do_eval to choose one on the %s); "
                     "using the latest checkpoint %s", output_dir, eval_split, latest)
     return latest
+
+
+def remove_new_output_dir(output_dir):
+    """Removes `output_dir`, which this run created, after its input was refused: the folder
+    holds only what the run itself wrote (the record caches of the splits read so far)."""
+    if "://" not in output_dir and os.path.isdir(output_dir):
+        shutil.rmtree(output_dir)
 
 
 class FineTuningJob(abc.ABC):
@@ -198,11 +206,19 @@ def train_evaluate_predict(job, options, training_config, strategy):
     returns a `FlowResult`."""
     job.check_init_checkpoint(options.init_checkpoint, options.allow_random_init,
                               options.do_train)
+    new_output_dir = not tf.io.gfile.exists(options.output_dir)
+    if options.do_train:
+        job.albert_config.check_beside(options.output_dir)  # another model's run: refused first
     if options.do_train or options.do_eval or options.do_predict:
         output_lock.check_writable(options.output_dir, "--output_dir")
+    try:
+        plan = job.plan(options, training_config)
+    except errors.UserInputError:
+        if new_output_dir:  # a refused run leaves no folder behind (only its record caches were in it)
+            remove_new_output_dir(options.output_dir)
+        raise
     if options.do_train:
         job.albert_config.write_beside(options.output_dir)
-    plan = job.plan(options, training_config)
     trainer = job.build_trainer(strategy, plan)
     summary = test_results = None
     if options.do_train or options.do_eval:

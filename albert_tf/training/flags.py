@@ -20,12 +20,15 @@ flags differ by script (`num_train_steps`, `train_step`, `num_train_epochs`) and
 scripts, which pass the resulting counts to `training_config_from_flags`.
 """
 
+import dataclasses
 import os
 
 from absl import app
 from absl import flags
+import keras
 
 from albert_tf import cli
+from albert_tf.config import AlbertConfig
 from albert_tf.training import optimization
 from albert_tf.training import fine_tuning, length_buckets, loop, strategy as strategy_lib
 
@@ -195,14 +198,21 @@ _EXPORT_PRECISION_HELP = {
 }
 
 
-def define_export_precision_flag(choices, tflite_signature, flag_values=flags.FLAGS):
-    """New: `--export_precision`, one definition for every task that exports; `choices`: the
-    task's precisions (a subset of float32, bfloat16, int8), `tflite_signature`: the signature
-    its int8 model.tflite holds."""
-    cli.Definer(flag_values, frames_up=2).enum(  # the calling script's own flag
-        "export_precision", "float32", choices, "Precision of the export (new): " + "; ".join(
-            _EXPORT_PRECISION_HELP[choice].format(signature=tflite_signature)
-            for choice in choices) + ".")
+def define_export_flags(*, precisions, tflite_signature, text_signature, export_dir_help,
+                        raw_text_note="", flag_values=flags.FLAGS):
+    """--export_dir, --export_precision and --export_raw_text (new), one definition for every
+    task that exports; `precisions`: the task's (a subset of float32, bfloat16, int8),
+    `tflite_signature`: the signature its int8 model.tflite holds, `text_signature`: its
+    raw-text signature."""
+    define = cli.Definer(flag_values, frames_up=2)  # the calling script's own flags
+    define.string("export_dir", None, export_dir_help)
+    define.enum("export_precision", "float32", precisions, "Precision of the export (new): "
+                + "; ".join(_EXPORT_PRECISION_HELP[choice].format(signature=tflite_signature)
+                            for choice in precisions) + ".")
+    define.bool("export_raw_text", True, f"Include the raw-text `{text_signature}` signature "
+                "(in-graph tokenizer) in the export (new). It needs tensorflow_text wherever "
+                "the model is served; with false the SavedModel holds no custom ops (stock TF "
+                f"Serving, saved_model_cli){raw_text_note}.")
 
 
 def batching_from_flags(flag_values, strategy, keep_padding=None):
@@ -261,3 +271,34 @@ def init_checkpoint_from_flags(flag_values):
     if flag_values.init_checkpoint:
         raise app.UsageError("give --init_checkpoint or --albert_hub_module_handle, not both")
     return handle
+
+
+@dataclasses.dataclass(frozen=True)
+class FineTuningStart:
+    """What every fine-tuning script sets up from its flags before it builds its job."""
+
+    albert_config: AlbertConfig
+    strategy: object
+    batching: length_buckets.Batching
+
+
+def start_fine_tuning(flag_values, actions, keep_padding=None):
+    """The fine-tuning scripts' one preamble: refuses a run in which none of `actions` (flag
+    names: do_train, ..., export_dir) is set, seeds Keras with --seed, reads
+    --albert_config_file and resolves the strategy and the run's batching (`keep_padding`: as
+    `batching_from_flags`)."""
+    if not any(flag_values[name].value for name in actions):
+        raise app.UsageError(
+            "At least one of " + ", ".join(f"--{name}" for name in actions[:-1])
+            + f" or --{actions[-1]} must be given.")
+    if flag_values.seed is not None:
+        keras.utils.set_random_seed(flag_values.seed)
+    albert_config = AlbertConfig.from_json_file(flag_values.albert_config_file)
+    strategy = strategy_from_flags(flag_values)
+    return FineTuningStart(albert_config, strategy,
+                           batching_from_flags(flag_values, strategy, keep_padding))
+
+
+def run_flow(job, flag_values, strategy):
+    """`fine_tuning.train_evaluate_predict` of `job` as the script's flags say (`flow_from_flags`)."""
+    return fine_tuning.train_evaluate_predict(job, *flow_from_flags(flag_values), strategy)

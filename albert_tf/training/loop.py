@@ -313,7 +313,7 @@ class Trainer:
             return {}
         iterator = self.checkpoints.resumed_input(self.train_iterator)  # saved with checkpoints
         step, scalars = start_step, {}
-        started = time.time()
+        measured_from = None  # (time, step) at the end of the first loop, which includes tracing
         # A loop of iterations_per_loop steps logs once at its end; the heartbeat logs the
         # step and ETA in between, so a long loop on a slow machine never looks hung.
         with progress.Heartbeat("Training", lambda: self.global_step,
@@ -326,7 +326,8 @@ class Trainer:
                 elapsed = time.time() - loop_start
                 step = self.global_step
                 scalars = self._loop_scalars(mean_loss, num_steps, elapsed)
-                self._log(step, scalars, started, start_step)
+                self._log(step, scalars, measured_from)
+                measured_from = measured_from or (time.time(), step)
                 heartbeat.logged()
                 if step % config.save_checkpoints_steps == 0 or step == config.num_train_steps:
                     path = self.checkpoints.save(step)
@@ -345,10 +346,17 @@ class Trainer:
         scalars["steps_per_second"] = num_steps / elapsed
         return scalars
 
-    def _log(self, step, scalars, started, start_step):
+    def _log(self, step, scalars, measured_from):
+        """The loop's line. Its ETA comes from the steps since `measured_from` (the end of the
+        run's first loop): the first loop's time is mostly tracing the step function, which
+        would inflate the estimate many times over, so its own line says `ETA ?`."""
         total = self.config.num_train_steps
-        rate = (step - start_step) / max(time.time() - started, 1e-9)
-        eta = datetime.timedelta(seconds=round((total - step) / rate)) if rate > 0 else "?"
+        eta = "?"
+        if step >= total:
+            eta = datetime.timedelta(0)
+        elif measured_from is not None:
+            rate = (step - measured_from[1]) / max(time.time() - measured_from[0], 1e-9)
+            eta = datetime.timedelta(seconds=round((total - step) / rate)) if rate > 0 else "?"
         values = ", ".join(f"{k} = {v:.6g}" for k, v in scalars.items())
         logging.info("step %d/%d: %s, ETA %s", step, total, values, eta)
         if self.is_chief:

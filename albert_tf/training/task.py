@@ -138,3 +138,70 @@ def shard(dataset, input_context):
     if input_context is not None and input_context.num_input_pipelines > 1:
         return dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     return dataset
+
+
+class RecordFilesTask(Task):
+    """A fine-tuning task on TFRecord files of its features (GLUE, RACE, tagging): the one
+    recipe for the training, evaluation and test datasets of `train_file`, `eval_file` and
+    `predict_file`, cut to the run's length buckets (`self.batching`, `self.max_seq_length`).
+
+    Training batches: the records sharded, repeated and shuffled (`shuffle_buffer` serialized
+    records), parsed, grouped by the run's batching. Evaluation and test batches: every record of
+    the file in order (`dataset_of`). A task gives `parse_records` ([B] serialized records → a
+    dict of [B, ...] tensors); one that parses otherwise overrides `train_examples` and
+    `whole_set_batches`.
+    """
+
+    shuffle_buffer = 100
+
+    def __init__(self, albert_config, max_seq_length, batching, train_file=None,
+                 eval_file=None, predict_file=None):
+        """`batching`: the run's `training.length_buckets.Batching`."""
+        self.albert_config = albert_config
+        self.max_seq_length = max_seq_length
+        self.batching = batching
+        self.train_file, self.eval_file, self.predict_file = train_file, eval_file, predict_file
+
+    def parse_records(self, records):
+        """A batch of serialized records as the model's features."""
+        raise NotImplementedError(f"{type(self).__name__} defines parse_records or overrides "
+                                  "train_examples and whole_set_batches")
+
+    def records(self, path, input_context):
+        """This input pipeline's share of the records of `path`."""
+        return shard(tf.data.TFRecordDataset(path), input_context)
+
+    def parsed_batches(self, records, batch_size, drop_remainder):
+        return records.batch(batch_size, drop_remainder=drop_remainder).map(
+            self.parse_records, num_parallel_calls=tf.data.AUTOTUNE)
+
+    def train_examples(self, path, batch_size, input_context):
+        """Parsed training examples (unbatched), repeated and shuffled."""
+        records = self.records(path, input_context).repeat().shuffle(self.shuffle_buffer)
+        return self.parsed_batches(records, batch_size, drop_remainder=True).unbatch()
+
+    def whole_set_batches(self, path, batch_size, input_context):
+        """Batches of every record of `path`, in order, before the length buckets trim them."""
+        return self.parsed_batches(self.records(path, input_context), batch_size, False)
+
+    def _file(self, name):
+        path = getattr(self, name)
+        if not path:
+            raise ValueError(f"{type(self).__name__} has no {name}")
+        return path
+
+    def train_dataset(self, input_context, batch_size):
+        examples = self.train_examples(self._file("train_file"), batch_size, input_context)
+        return self.batching.train_batches(examples, batch_size,
+                                           self.max_seq_length).prefetch(tf.data.AUTOTUNE)
+
+    def eval_dataset(self, input_context, batch_size):
+        return self.dataset_of(self._file("eval_file"), batch_size, input_context)
+
+    def predict_dataset(self, input_context, batch_size):
+        return self.dataset_of(self._file("predict_file"), batch_size, input_context)
+
+    def dataset_of(self, path, batch_size, input_context=None):
+        """Batches of every record of `path`, in order, cut to the run's buckets."""
+        batches = self.whole_set_batches(path, batch_size, input_context)
+        return self.batching.trim(batches, self.max_seq_length).prefetch(tf.data.AUTOTUNE)
