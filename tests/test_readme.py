@@ -26,6 +26,9 @@ def documentation_files():
         glob.glob(os.path.join(REPO_ROOT, "docs", "*.md")))
 
 
+_BEAM_OPTIONS = re.compile(r"""--beam_options=("[^"]*"|'[^']*'|\S+)""")
+
+
 def readme_commands(paths=None):
     """{script: set of flag names} over the fenced code blocks of README.md (or `paths`),
     continuation lines joined."""
@@ -42,7 +45,9 @@ def _add_commands(text, commands):
         for line in joined.splitlines():
             match = _COMMAND.search(line)
             if match and not match.group(1).startswith(("bench/", "-m")):
-                commands.setdefault(match.group(1), set()).update(_FLAG.findall(match.group(2)))
+                # --beam_options' value holds Beam's own pipeline options, not the script's flags
+                arguments = _BEAM_OPTIONS.sub("--beam_options", match.group(2))
+                commands.setdefault(match.group(1), set()).update(_FLAG.findall(arguments))
 
 
 def defined_flags(script_output):
