@@ -58,6 +58,9 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     for init in ("pretrained", "random_init"):
         assert f"4-fine-tuning-{init.replace('_', '-')}-seed1: " in stdout, init
     assert summary["cpu"]["precision"] in ("float32", "mixed_bfloat16")
+    replicas = summary["cpu"]["cpu_replicas"]
+    assert f"--cpu_replicas={replicas}" in stdout and summary["cpu"]["cpu_replicas_reason"] in stdout
+    assert summary["seconds"]["total"] >= summary["seconds"]["pretraining"]
     # the full comparison and the 50-sentence one (--quick), each one seed from the checkpoint
     assert "--allow_random_init" in stdout and stdout.count("--init_checkpoint=") == 2
     efficiency = summary["data_efficiency"]
@@ -71,7 +74,7 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     assert "data efficiency" in stdout and "50: pretrained " in stdout
 
     _, second = _run_demo(data_dir, output_dir)
-    assert second["seconds"] == {}, second["seconds"]  # every finished step reused
+    assert list(second["seconds"]) == ["total"], second["seconds"]  # every finished step reused
     assert second["pretraining_loss"]["logged_loops"] == 0
     assert second["pretraining_gain"] == gain
     assert [item["label"] for item in second["classified"]] == [
@@ -139,3 +142,12 @@ def test_a_registry_package_without_the_expected_file_is_named(tmp_path):
                        match=r"sentencepiece-0\.2\.1\.tar\.gz: no test/botchan\.txt inside"):
         data_sources.fetch_botchan(str(tmp_path))
     assert not (tmp_path / "botchan.txt").exists()
+
+
+def test_two_pretraining_replicas_only_on_a_quiet_machine_of_two_cores_or_more():
+    from albert_tf.demo import machine
+    assert machine.pretraining_replicas(2, 0.3)[0] == 2
+    assert machine.pretraining_replicas(16, 0.99)[0] == 2
+    replicas, why = machine.pretraining_replicas(2, 1.0)
+    assert replicas == 1 and "load average 1.00" in why
+    assert machine.pretraining_replicas(1, 0.0) == (1, "1 core: nothing to split")

@@ -77,15 +77,20 @@ class Demo:
         return steps.run_step(name, [self.python] + command, self.log_dir)
 
     def check_cpu(self):
-        """Picks --precision by measuring this CPU (albert_tf.demo.precision_choice)."""
+        """Picks --cpu_replicas by the machine's cores and load (taken first, before the
+        check's own products load it), and --precision by measuring this CPU
+        (albert_tf.demo.precision_choice)."""
         model = self.settings["model"]
         self.cpu = machine.cpu_description()
+        load_average = os.getloadavg()[0]
+        self.replicas, self.replicas_reason = machine.pretraining_replicas(self.cpu["cores"], load_average)
         self.precision, product_seconds = precision_choice.fastest_precision(
             self.settings["pretrain_batch"] * self.settings["max_seq_length"], model["hidden_size"],
             model["intermediate_size"])
         print(f"=== CPU: {machine.describe(self.cpu)}; products at the model's shapes: "
               f"float32 {product_seconds['float32'] * 1e3:.2f} ms, bfloat16 "
-              f"{product_seconds['mixed_bfloat16'] * 1e3:.2f} ms -> --precision={self.precision}", flush=True)
+              f"{product_seconds['mixed_bfloat16'] * 1e3:.2f} ms -> --precision={self.precision}; "
+              f"{self.replicas_reason} -> --cpu_replicas={self.replicas}", flush=True)
 
     def corpus_and_vocabulary(self, paths):
         """The Brown Corpus and, for task-adaptive pretraining, the movie-review training
@@ -144,7 +149,7 @@ class Demo:
                 f"--learning_rate={settings['pretrain_lr']}", f"--num_train_steps={pretrain_steps}",
                 f"--num_warmup_steps={pretrain_steps // 10}", f"--save_checkpoints_steps={pretrain_steps // 2}",
                 f"--iterations_per_loop={max(1, pretrain_steps // 20)}", f"--precision={self.precision}",
-                f"--seed={settings['pretrain_seed']}",
+                f"--cpu_replicas={self.replicas}", f"--seed={settings['pretrain_seed']}",
                 f"--max_eval_steps={settings['pretrain_eval_steps']}"])
 
     def fine_tuning(self):
@@ -218,7 +223,8 @@ class Demo:
                 "vocabulary": self.spm_model, "pretraining_records": self.records_dir,
                 "pretraining_checkpoints": self.pretrain_dir, "classifier_checkpoints": classifier_dir,
                 "export": self.export_dir, "logs": self.log_dir},
-            "cpu": dict(self.cpu, precision=self.precision),
+            "cpu": dict(self.cpu, precision=self.precision, cpu_replicas=self.replicas,
+                        cpu_replicas_reason=self.replicas_reason),
             "pretraining_loss": steps.pretraining_loss(os.path.join(self.log_dir, "3-pretraining.log"))
             if "pretraining" in self.timings else {"logged_loops": 0},
             "pretraining_eval": steps.read_eval_results(os.path.join(self.pretrain_dir, "eval_results.txt")),
@@ -231,7 +237,8 @@ class Demo:
                                            else settings["finetune_steps"])
                                 for size, by_init in scores.items()},
             "classified": classifications,
-            "seconds": {key: round(value) for key, value in self.timings.items()},
+            "seconds": dict({key: round(value) for key, value in self.timings.items()},
+                            total=round(time.time() - self.started)),
             "tensorboard": f"tensorboard --logdir {output_dir}",
             "curves": curves.plot_runs([
                 ("pretraining loss", self.pretrain_dir, ["loss", "masked_lm_loss", "sentence_order_loss"]),
@@ -246,6 +253,7 @@ class Demo:
         return summary
 
     def run(self):
+        self.started = time.time()
         paths = data_sources.fetch_all(self.data_dir)
         os.makedirs(self.log_dir, exist_ok=True)
         self.check_cpu()
@@ -264,6 +272,9 @@ def run_demo(data_dir, output_dir, quick):
 
 def _print_summary(summary):
     print("\n=== Summary")
+    cpu = summary["cpu"]
+    print(f"  CPU: {machine.describe(cpu)}; pretraining with --precision={cpu['precision']} "
+          f"--cpu_replicas={cpu['cpu_replicas']} ({cpu['cpu_replicas_reason']})")
     for name, path in summary["artefacts"].items():
         print(f"  {name:24s} {path}")
     loss = summary["pretraining_loss"]
@@ -285,6 +296,7 @@ def _print_summary(summary):
     for item in summary["classified"]:
         print(f"  {item.get('label')!s:>4}  {item['text_a']}")
     print(f"  curves: {summary['curves']} (or {summary['tensorboard']})")
+    print("  seconds: " + ", ".join(f"{step} {seconds}" for step, seconds in summary["seconds"].items()))
 
 
 def run(flag_values):
