@@ -147,7 +147,8 @@ def test_a_registry_package_without_the_expected_file_is_named(tmp_path):
 def test_two_pretraining_replicas_only_on_a_quiet_machine_of_two_cores_or_more():
     from albert_tf.demo import machine
     assert machine.pretraining_replicas(2, 0.3)[0] == 2
-    assert machine.pretraining_replicas(16, 0.99)[0] == 2
-    replicas, why = machine.pretraining_replicas(2, 1.0)
-    assert replicas == 1 and "load average 1.00" in why
+    assert machine.pretraining_replicas(2, 1.99)[0] == 2
+    assert machine.pretraining_replicas(16, 12.0)[0] == 2
+    replicas, why = machine.pretraining_replicas(2, 2.0)
+    assert replicas == 1 and "load average 2.00 >= 2 cores" in why
     assert machine.pretraining_replicas(1, 0.0) == (1, "1 core: nothing to split")

@@ -32,20 +32,20 @@ def describe(cpu):
     return f"{cpu['model']}, {cpu['cores']} cores; {' '.join(present_flags(cpu)) or 'no AVX2 or later'}"
 
 
-# A quiet machine: one-minute load average below this. On a quiet 2-core AMD EPYC two replicas
-# trained the demo model 1.12–1.18× faster than one device in float32 and 1.35–1.39× with
-# bfloat16 products; on the same machine at load 8–24 they ran at 0.41–0.45× (their lockstep
-# hand-offs each wait for a scheduler slice). bench/RESULTS.md has the runs.
-QUIET_LOAD_AVERAGE = 1.0
+# On a quiet 2-core AMD EPYC (load average 0.1-0.9) two replicas trained the demo model 1.12-1.18x
+# faster than one device in float32 and 1.35-1.39x with bfloat16 products; on the same machine at
+# load 8-24 they ran at 0.41-0.45x (each of their lockstep hand-offs waits for a scheduler slice).
+# bench/RESULTS.md has the runs. Nothing was measured in between: a machine counts as busy once its
+# one-minute load average reaches its core count (on average no core to spare).
 
 
 def pretraining_replicas(cores, load_average):
-    """(replicas for run_pretraining.py's --cpu_replicas, why): 2 on a quiet machine of 2 or
-    more cores, else 1."""
+    """(replicas for run_pretraining.py's --cpu_replicas, why): 2 on a machine of 2 or more
+    cores whose load average is below its core count, else 1."""
     if cores < 2:
         return 1, f"{cores} core: nothing to split"
-    if load_average >= QUIET_LOAD_AVERAGE:
-        return 1, (f"load average {load_average:.2f} >= {QUIET_LOAD_AVERAGE}: replicas in "
-                   "lockstep lose on a busy machine")
-    return 2, (f"{cores} cores, load average {load_average:.2f} < {QUIET_LOAD_AVERAGE}: two "
-               "data-parallel replicas use both cores better than one device's two threads")
+    if load_average >= cores:
+        return 1, (f"load average {load_average:.2f} >= {cores} cores: replicas in lockstep "
+                   "lose on a busy machine")
+    return 2, (f"{cores} cores, load average {load_average:.2f} < {cores}: two data-parallel "
+               "replicas use both cores better than one device's two threads")
