@@ -63,10 +63,11 @@ demo: setup data
 demo-ci: setup data
 	$(PY) -m albert_tf.demo.pipeline --data_dir $(DATA) --output_dir demo_output --quick
 
-# The paper's ablation tables in miniature (docs/paper_study.md): study_output/study.md, .png, .json.
+# The paper's ablation tables in miniature and the pre-registered tries at making pretraining pay
+# (docs/paper_study.md): study_output/study.md, .png, .json.
 # Interrupted, it resumes: run it again.
 paper: setup data
-	$(PY) -m albert_tf.demo.study --data_dir $(DATA) --output_dir study_output --preset=full
+	$(PY) -m albert_tf.demo.study --data_dir $(DATA) --output_dir study_output --preset=full --tries
 
 # Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on
 # PORT and its gRPC API on GRPC_PORT, as model "albert":

@@ -13,7 +13,7 @@ EXCLUDED = ("LayerNorm", "layer_norm", "bias")
 
 
 def reference_step(params, grads, m, v, lr, layer_adaptation, clip_norm=1.0, wd=0.01,
-                   beta_1=0.9, beta_2=0.999, eps=1e-6):
+                   beta_1=0.9, beta_2=0.999, eps=1e-6, encoder_multiplier=1.0):
     """One step of the original optimizers, written from the spec in float64 NumPy."""
     global_norm = np.sqrt(sum(np.sum(g ** 2) for g in grads.values()))
     scale = clip_norm / max(global_norm, clip_norm)
@@ -29,7 +29,8 @@ def reference_step(params, grads, m, v, lr, layer_adaptation, clip_norm=1.0, wd=
         if layer_adaptation and not excluded:
             w_norm, u_norm = np.linalg.norm(params[name]), np.linalg.norm(update)
             ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
-        params[name] = params[name] - ratio * lr * update
+        rate = lr * (encoder_multiplier if name.startswith("bert/") else 1.0)
+        params[name] = params[name] - ratio * rate * update
 
 
 def reference_lr(step, init_lr, num_train_steps, num_warmup_steps, poly_power=1.0, start=0):
@@ -56,13 +57,15 @@ def _variables(rng):
 
 
 @pytest.mark.parametrize("name", ["adamw", "lamb"])
-@pytest.mark.parametrize("gradient_scale", [0.05, 10.0])  # below / above the clipping norm
-def test_updates_match_numpy_transcription(name, gradient_scale):
+@pytest.mark.parametrize("gradient_scale,encoder_multiplier", [
+    (0.05, 1.0), (10.0, 1.0),  # below / above the clipping norm
+    (0.05, 0.1), (10.0, 0.0)])  # the encoder (bert/...) slower than the heads, or frozen
+def test_updates_match_numpy_transcription(name, gradient_scale, encoder_multiplier):
     rng = np.random.default_rng(0)
     initial, variables = _variables(rng)
     optimizer = optimization.create_optimizer(
         init_lr=0.01, num_train_steps=20, num_warmup_steps=2, optimizer=name,
-        variable_names=variables)
+        variable_names=variables, encoder_learning_rate_multiplier=encoder_multiplier)
     params = {k: v.astype(np.float64) for k, v in initial.items()}
     m = {k: np.zeros_like(p) for k, p in params.items()}
     v = {k: np.zeros_like(p) for k, p in params.items()}
@@ -76,7 +79,8 @@ def test_updates_match_numpy_transcription(name, gradient_scale):
         assert float(optimizer.learning_rate) == pytest.approx(lr, rel=1e-6, abs=1e-12)
         optimizer.apply([tf.constant(grads[k], tf.float32) for k in names],
                         [variables[k] for k in names])
-        reference_step(params, grads, m, v, lr, layer_adaptation=(name == "lamb"))
+        reference_step(params, grads, m, v, lr, layer_adaptation=(name == "lamb"),
+                       encoder_multiplier=encoder_multiplier)
         for key in names:
             np.testing.assert_allclose(variables[key].numpy(), params[key], rtol=2e-5,
                                        atol=1e-6, err_msg=f"{name} step {step} {key}")
@@ -88,6 +92,9 @@ def test_updates_match_numpy_transcription(name, gradient_scale):
         np.testing.assert_allclose(slots[f"{key}/adam_m"].numpy(), m[key], rtol=2e-5, atol=1e-7)
         np.testing.assert_allclose(slots[f"{key}/adam_v"].numpy(), v[key], rtol=2e-5, atol=1e-9)
     assert np.all(variables["never/used/kernel"].numpy() == 0)  # 0/0 ratio gave 1, not NaN
+    frozen = [key for key in names if key.startswith("bert/")]
+    assert all(np.array_equal(variables[key].numpy(), initial[key].astype(np.float32))
+               for key in frozen) == (encoder_multiplier == 0.0)
 
 
 def test_exclusions_follow_original_names_not_keras_paths():

@@ -120,7 +120,8 @@ def define_flags(flag_values):
     define.string("preset", "full", "full: the study (estimated at 90 minutes on 2 CPU cores); "
                   "smoke: the same cells on a tiny model, to check the machinery.")
     define.bool("tries", False, "Also run the pre-registered tries at making pretraining pay "
-                "(tries.TRIES; about 3 more pretrainings and 15 fine-tuning runs).")
+                "(tries.TRIES: 2 more pretrainings and 20 fine-tuning runs; `make paper` runs "
+                "them).")
 
 
 def models(preset):
@@ -392,10 +393,10 @@ class Study:
 
     # ---- fine-tuning
 
-    def finetune(self, cell, task, name, seed, data, learning_rate, train_steps):
+    def finetune(self, cell, task, name, seed, data, learning_rate, train_steps, extra_flags=()):
         """One fine-tuning run of `task` from model `name` (RANDOM_INIT: random weights) on
-        `data` (a directory holding SST-2/, or run_tagging.py's train.txt and dev.txt); its
-        dev accuracy."""
+        `data` (a directory holding SST-2/, or run_tagging.py's train.txt and dev.txt), with
+        `extra_flags` for the script; its dev accuracy."""
         preset = self.preset
 
         def work(directory):
@@ -413,7 +414,7 @@ class Study:
                 f"--train_batch_size={preset['finetune_batch']}", "--eval_batch_size=64",
                 f"--learning_rate={learning_rate}", f"--train_step={train_steps}",
                 f"--warmup_step={train_steps // 10}", f"--save_checkpoints_steps={train_steps}",
-                f"--iterations_per_loop={max(1, train_steps // 10)}"])
+                f"--iterations_per_loop={max(1, train_steps // 10)}", *extra_flags])
             results = steps.read_eval_results(os.path.join(directory, "eval_results.txt"))
             if "eval_accuracy" not in results:
                 raise RuntimeError(f"{cell}: no eval_accuracy in {directory}/eval_results.txt")
@@ -449,12 +450,13 @@ class Study:
         arms = {}
         for size in settings["sizes"]:
             for arm in ARMS:
-                arms[size, arm] = (arm, chosen[size][arm]["chosen"], settings["steps"])
+                arms[size, arm] = (arm, chosen[size][arm]["chosen"], settings["steps"], ())
             if self.tries and size == settings["sizes"][0]:
                 base_rate = chosen[size]["base"]["chosen"]
                 for name, spec in tries.TRIES.items():
-                    arms[size, name] = ((name, base_rate, settings["steps"]) if spec["pretrain"]
-                                        else ("base", base_rate, settings["steps"] // 4))
+                    arms[size, name] = (name if spec["pretrain"] else "base", base_rate,
+                                        int(settings["steps"] * spec.get("steps_fraction", 1.0)),
+                                        tuple(spec.get("fine_tuning_flags", ())))
         jobs = {(size, arm, seed): lambda size=size, arm=arm, seed=seed: self.finetune(
             f"efficiency-n{size_name(size)}-{arm}-seed{seed}", "sst2", arms[size, arm][0], seed,
             os.path.join(data, f"sst2-n{size_name(size)}-seed{seed}"), *arms[size, arm][1:])

@@ -16,8 +16,12 @@ TRIES = {
              "pretrain": True},
     "mlm40": {"label": "(b) more masked-LM signal per FLOP: masked LM alone at a 40% masking "
                        "rate", "pretrain": True},
+    "encoder-lr": {"label": "(c) an encoder that learns slower than its head: the base model "
+                            "fine-tuned with the encoder at a tenth of the head's learning rate "
+                            "(--encoder_learning_rate_multiplier=0.1)",
+                   "pretrain": False, "fine_tuning_flags": ["--encoder_learning_rate_multiplier=0.1"]},
     "few-passes": {"label": "(c) fewer passes at small N: the base model fine-tuned for a "
-                            "quarter of the steps", "pretrain": False},
+                            "quarter of the steps", "pretrain": False, "steps_fraction": 0.25},
 }
 TAPT_OVERSAMPLING = 8
 MLM40 = {"masked_lm_prob": 0.4, "max_predictions_per_seq": 26}  # 40% of 64 positions

@@ -159,6 +159,10 @@ def define_fine_tuning_flags(*, do_predict_help, max_seq_length, predict_batch_s
                    "the median of 5 runs.")
     define.bool("allow_random_init", False, "Allow --do_train without --init_checkpoint "
                 "(fine-tuning a randomly initialised model; normally a mistake).")
+    define.float("encoder_learning_rate_multiplier", 1.0, "The pretrained encoder's variables "
+                 "(bert/...) step at --learning_rate times this, the task head at "
+                 "--learning_rate (new; 1: one rate, as the original; 0: a frozen encoder).",
+                 lower_bound=0)
     define_training_flags(flag_values=flag_values, do_train=do_train, do_eval=do_eval,
                           eval_batch_size=eval_batch_size, **training_defaults)
     define_evaluation_flags(flag_values=flag_values)

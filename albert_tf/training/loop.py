@@ -79,6 +79,7 @@ class TrainingConfig:
     precision: str = "float32"
     enable_xla: bool = False
     gradient_accumulation_steps: int = 1
+    encoder_learning_rate_multiplier: float = 1.0
 
     def validate(self, num_replicas):
         positive = ("train_batch_size", "num_train_steps", "save_checkpoints_steps",
@@ -89,6 +90,9 @@ class TrainingConfig:
         if self.precision not in PRECISION_POLICIES:
             raise errors.UserInputError(f"--precision must be one of {', '.join(PRECISION_POLICIES)}, "
                              f"got {self.precision!r}")
+        if self.encoder_learning_rate_multiplier < 0:
+            raise errors.UserInputError("--encoder_learning_rate_multiplier must be >= 0, got "
+                                        f"{self.encoder_learning_rate_multiplier}")
         if self.optimizer not in optimization.OPTIMIZERS:
             raise errors.UserInputError(f"--optimizer must be one of {', '.join(optimization.OPTIMIZERS)}, "
                              f"got {self.optimizer!r}")
@@ -130,7 +134,8 @@ class Trainer:
                 config.learning_rate, config.num_train_steps, config.num_warmup_steps,
                 optimizer=config.optimizer, poly_power=config.poly_power,
                 start_warmup_step=config.start_warmup_step,
-                variable_names=self.variables_by_name)
+                variable_names=self.variables_by_name,
+                encoder_learning_rate_multiplier=config.encoder_learning_rate_multiplier)
             self.optimizer.build(self.model.trainable_variables)
             self._update_optimizer = self.optimizer
             if config.precision == "mixed_float16":

@@ -27,6 +27,9 @@ import tensorflow as tf
 
 ORIGINAL_EXCLUSIONS = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZERS = ("adamw", "lamb")
+# The pretrained encoder's variables in the original layout (embeddings, transformer, pooler);
+# task heads are `output_weights`/`output_bias` or under `cls/`.
+ENCODER_PATTERN = r"^bert/"
 
 
 class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
@@ -98,13 +101,18 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         Exclusions are matched against, and slots named after, these names. Variables not in the
         map fall back to their Keras path.
       clip_norm: global-norm clipping of the replica-summed gradients (None: no clipping).
+      learning_rate_multipliers: `((pattern, multiplier), ...)`: a variable whose name matches a
+        pattern (the first that matches) steps at the learning rate times its multiplier; e.g.
+        `((ENCODER_PATTERN, 0.1),)` fine-tunes the pretrained encoder ten times slower than the
+        new head (new; the original has one rate).
     """
 
     _layer_adaptation = False
 
     def __init__(self, learning_rate, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-6, exclude_from_weight_decay=ORIGINAL_EXCLUSIONS,
-                 variable_names=None, clip_norm=1.0, name=None, **kwargs):
+                 variable_names=None, clip_norm=1.0, learning_rate_multipliers=(), name=None,
+                 **kwargs):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.weight_decay_rate = float(weight_decay_rate)
         self.beta_1 = float(beta_1)
@@ -112,6 +120,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self.epsilon = float(epsilon)
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
         self.clip_norm = clip_norm
+        self.learning_rate_multipliers = tuple((pattern, float(multiplier))
+                                               for pattern, multiplier in learning_rate_multipliers)
         self._names_by_key = {}
         for original_name, variable in (variable_names or {}).items():
             self._names_by_key[self._var_key(variable)] = original_name
@@ -135,6 +145,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
                         not _matches_any(self.exclude_from_weight_decay, name)
                         for name in self._slot_owner_names]
         self._adapts = [self._uses_layer_adaptation(name) for name in self._slot_owner_names]
+        self._rate_multipliers = [self._rate_multiplier(name) for name in self._slot_owner_names]
+
+    def _rate_multiplier(self, name):
+        for pattern, multiplier in self.learning_rate_multipliers:
+            if re.search(pattern, name) is not None:
+                return multiplier
+        return 1.0
 
     def _uses_layer_adaptation(self, name):
         del name
@@ -180,7 +197,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             ratio = tf.where(w_norm > 0.0, tf.where(u_norm > 0.0, w_norm / u_norm, 1.0), 1.0)
         self.assign(m, next_m)
         self.assign(v, next_v)
-        self.assign_sub(variable, ratio * tf.cast(learning_rate, variable.dtype) * update)
+        rate = tf.cast(learning_rate, variable.dtype) * self._rate_multipliers[index]
+        self.assign_sub(variable, ratio * rate * update)
 
     def get_config(self):
         config = super().get_config()
@@ -189,6 +207,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             "beta_2": self.beta_2, "epsilon": self.epsilon,
             "exclude_from_weight_decay": list(self.exclude_from_weight_decay),
             "clip_norm": self.clip_norm,
+            "learning_rate_multipliers": [list(pair) for pair in self.learning_rate_multipliers],
         })
         return config
 
@@ -216,10 +235,12 @@ class LAMB(AdamWeightDecay):
 
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adamw",
                      poly_power=1.0, start_warmup_step=0, variable_names=None,
-                     weight_decay_rate=0.01, clip_norm=1.0):
+                     weight_decay_rate=0.01, clip_norm=1.0, encoder_learning_rate_multiplier=1.0):
     """The original `create_optimizer` (minus the loss): schedule + LAMB or AdamW.
 
     The step is the optimizer's `iterations` counter, which is the checkpoint's `global_step`.
+    `encoder_learning_rate_multiplier` scales the rate of the pretrained encoder's variables
+    (ENCODER_PATTERN) against the task head's (new).
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
@@ -228,4 +249,7 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adam
     optimizer_class = LAMB if optimizer == "lamb" else AdamWeightDecay
     return optimizer_class(schedule, weight_decay_rate=weight_decay_rate,
                            variable_names=variable_names, clip_norm=clip_norm,
+                           learning_rate_multipliers=(
+                               ((ENCODER_PATTERN, encoder_learning_rate_multiplier),)
+                               if encoder_learning_rate_multiplier != 1.0 else ()),
                            name=optimizer)
