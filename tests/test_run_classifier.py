@@ -385,3 +385,33 @@ def test_script_rejects_unknown_task_and_names_the_valid_ones(tmp_path, albert_c
     assert result.returncode != 0
     assert "--task_name='sst2' is not a GLUE task; valid names: ax, cola, mismnli, mnli, mrpc, " \
            "qnli, qqp, rte, sst-2, sts-b, wnli" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_frozen_encoder_stays_at_its_checkpoint_while_the_head_learns(
+        real_data, spm_model_file, albert_config_file, pretrained_dir, tmp_path):
+    """run_classifier.py --encoder_learning_rate_multiplier=0: after two training steps every
+    bert/... variable is exactly the warm-start checkpoint's; the new head has moved."""
+    glue_dir = str(tmp_path / "glue")
+    movie_reviews.write_sst2_task(real_data["movie_reviews"], os.path.join(glue_dir, "SST-2"))
+    output_dir = str(tmp_path / "out")
+    run_python(["run_classifier.py", "--task_name=sst-2", f"--data_dir={glue_dir}",
+                f"--albert_config_file={albert_config_file}", f"--spm_model_file={spm_model_file}",
+                f"--output_dir={output_dir}", f"--init_checkpoint={pretrained_dir}", "--do_train",
+                f"--max_seq_length={SEQ}", "--train_batch_size=8", "--learning_rate=1e-3",
+                "--train_step=2", "--warmup_step=0", "--save_checkpoints_steps=2",
+                "--iterations_per_loop=2", "--encoder_learning_rate_multiplier=0"])
+    pretrained, tuned = checkpoints.read_tensors(pretrained_dir), checkpoints.read_tensors(output_dir)
+    encoder = [name for name in tuned if name.startswith("bert/") and "adam_" not in name]
+    assert len(encoder) > 20
+    for name in encoder:
+        np.testing.assert_array_equal(tuned[name], pretrained[name], err_msg=name)
+    assert np.abs(tuned["output_weights"]).max() > 0 and "output_weights" not in pretrained
+    assert np.abs(tuned["output_weights/adam_m"]).max() > 0  # the head took its two steps
+
+
+def test_a_negative_encoder_learning_rate_multiplier_is_refused():
+    config = loop.TrainingConfig(output_dir="unused", train_batch_size=8, num_train_steps=1,
+                                 encoder_learning_rate_multiplier=-0.5)
+    with pytest.raises(errors.UserInputError, match="--encoder_learning_rate_multiplier must be >= 0"):
+        config.validate(1)
