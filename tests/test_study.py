@@ -78,6 +78,19 @@ def test_the_eta_counts_the_unmeasured_kinds_apart(tmp_path):
     assert store.eta() == "0:00:30 (rough: 1 cell(s) of kinds not yet timed counted at the mean timed cell)"
 
 
+def test_the_eta_counts_a_kind_not_yet_timed_by_its_tokens(tmp_path):
+    store = study_cells.CellStore(str(tmp_path), {"d": "data", "p1": "pretrain", "p2": "pretrain",
+                                             "f1": "finetune", "f2": "finetune"},
+                                  workers=2, work_by_kind={"pretrain": 4000, "finetune": 400})
+    store.seconds = {"d": 5.0, "p1": 300.0}  # 300 s for 4,000 tokens: 0.075 s a token
+    # p2 at its kind's 300 s, f1 and f2 at 400 tokens x 0.075 s = 30 s each; two at a time
+    assert store.eta() == ("0:03:00 (estimated: 2 cell(s) of kinds not yet timed counted by their "
+                           "tokens at the seconds per token measured so far)")
+    assert set(study.work_by_kind(study.PRESETS["full"])) == {
+        kind for kind in study.plan(study.PRESETS["full"], with_tries=True).values()
+        if not kind.startswith("data-")}
+
+
 def test_a_resumed_run_counts_the_recorded_cells_as_done(tmp_path):
     store = study_cells.CellStore(str(tmp_path), {"a1": "a", "a2": "a"})
     store.run("a1", lambda directory: {})

@@ -176,6 +176,22 @@ def plan(preset, with_tries=False):
     return cells
 
 
+def work_by_kind(preset):
+    """{cell kind: tokens one cell of it processes}, for the ETA before a kind has run: a
+    training step's tokens count once, an evaluation's a third (forward only, of forward and
+    backward's three products); the data steps are left out (next to no work)."""
+    sentences = preset["finetune_batch"] * preset["finetune_seq_length"]
+    efficiency_steps = preset["efficiency"]["steps"]
+    return {"pretrain": preset["pretrain_steps"] * preset["pretrain_batch"] * preset["max_seq_length"],
+            "heldout": preset["heldout_eval_steps"] * 64 * preset["max_seq_length"] / 3,
+            "select-pos": preset["tagging"]["steps"] * sentences,
+            "finetune-pos": preset["tagging"]["steps"] * sentences,
+            "select-sst2": efficiency_steps * sentences,
+            "finetune-sst2": preset["finetune_steps"] * sentences,
+            **{f"efficiency-n{size_name(size)}": efficiency_steps * sentences
+               for size in preset["efficiency"]["sizes"]}}
+
+
 class Study:
     """One study run: its settings, output directory and the commands of its cells."""
 
@@ -188,7 +204,8 @@ class Study:
         self.python = sys.executable
         self.log_dir = os.path.join(output_dir, "logs")
         self.models = models(self.preset)
-        self.store = study_cells.CellStore(output_dir, plan(self.preset, with_tries), workers=2)
+        self.store = study_cells.CellStore(output_dir, plan(self.preset, with_tries), workers=2,
+                                           work_by_kind=work_by_kind(self.preset))
         self.env = None  # the children's environment while cells run side by side
         self.precision = "float32"
 

@@ -5,8 +5,9 @@ A cell works in its own directory, `<output_dir>/runs/<name>/`. A cell without a
 never finished (the run was killed), so its directory is removed before it runs again: the
 scripts refuse or resume from a half-finished output directory, and the study wants neither.
 Progress is printed as cells done / total with an ETA from the measured times of cells of the
-same kind (this run's and those recorded by an earlier one); kinds not yet timed count at the
-mean timed cell, marked rough.
+same kind (this run's and those recorded by an earlier one); a kind not yet timed counts at its
+tokens of work per cell times the seconds per token measured so far (a pretraining's time
+predicts a fine-tuning run's), or, without a work estimate, at the mean timed cell, marked rough.
 """
 
 import datetime
@@ -21,10 +22,13 @@ from albert_tf.files import io_utils
 class CellStore:
     """Runs and records cells."""
 
-    def __init__(self, output_dir, planned, workers=1):
+    def __init__(self, output_dir, planned, workers=1, work_by_kind=None):
         """`planned`: {name: kind} of every cell of the study (for the total and the ETA; a
-        kind groups cells that take about as long); `workers`: how many cells run at once."""
+        kind groups cells that take about as long); `workers`: how many cells run at once;
+        `work_by_kind`: {kind: tokens a cell of it processes} (for the ETA of kinds not yet
+        timed; kinds left out do next to no work)."""
         self.workers = workers
+        self.work_by_kind = dict(work_by_kind or {})
         self.output_dir = output_dir
         self.cells_dir = os.path.join(output_dir, "cells")
         os.makedirs(self.cells_dir, exist_ok=True)
@@ -75,12 +79,14 @@ class CellStore:
             return json.load(reader)
 
     def eta(self):
-        """The remaining cells' time from the mean measured time of each kind; cells of a kind
-        not yet measured are counted at the mean of all measured cells, and said to be."""
+        """The remaining cells' time from the mean measured time of each kind. Cells of a kind
+        not yet measured count at their work times the seconds per token of the measured cells
+        that did work, or at the mean of all measured cells without a work estimate; either
+        way the ETA says how many it guessed."""
         by_kind = {}
         for name, seconds in self.seconds.items():
             by_kind.setdefault(self.planned[name], []).append(seconds)
-        remaining, unmeasured = 0.0, 0
+        remaining, unmeasured = 0.0, []
         for name, cell_kind in self.planned.items():
             if name in self.seconds:
                 continue
@@ -88,14 +94,23 @@ class CellStore:
             if times:
                 remaining += sum(times) / len(times)
             else:
-                unmeasured += 1
+                unmeasured.append(cell_kind)
         if unmeasured and not self.seconds:
             return "unknown until a cell has run"
-        if unmeasured:
-            remaining += unmeasured * sum(self.seconds.values()) / len(self.seconds)
-        text = str(datetime.timedelta(seconds=round(remaining / self.workers)))
-        return text + (f" (rough: {unmeasured} cell(s) of kinds not yet timed counted at the mean "
-                       "timed cell)" if unmeasured else "")
+        timed_work = sum(self.work_by_kind.get(self.planned[name], 0) for name in self.seconds)
+        if unmeasured and timed_work:
+            per_token = sum(seconds for name, seconds in self.seconds.items()
+                            if self.work_by_kind.get(self.planned[name])) / timed_work
+            remaining += per_token * sum(self.work_by_kind.get(kind, 0) for kind in unmeasured)
+            note = (f" (estimated: {len(unmeasured)} cell(s) of kinds not yet timed counted by their "
+                    "tokens at the seconds per token measured so far)")
+        elif unmeasured:
+            remaining += len(unmeasured) * sum(self.seconds.values()) / len(self.seconds)
+            note = (f" (rough: {len(unmeasured)} cell(s) of kinds not yet timed counted at the mean "
+                    "timed cell)")
+        else:
+            note = ""
+        return str(datetime.timedelta(seconds=round(remaining / self.workers))) + note
 
     def total_seconds(self):
         return sum(self.seconds.values())
