@@ -1,0 +1,81 @@
+"""The tanh-GELU and LayerNorm for training: each one's forward and gradient one XLA kernel.
+
+TensorFlow runs `tf.nn.gelu(x, approximate=True)` as about eight element-wise ops forward and a
+dozen backward, and Keras's LayerNormalization as about ten each way, every one a full pass
+over the activations; in the small model's pretraining step on a CPU the two were a quarter of
+the step (bench/RESULTS.md). Here XLA compiles each forward and each gradient into one loop,
+computed in float32 whatever the input dtype and rounded once, and the gradients recompute
+what they need from the inputs instead of keeping it. Only a training call of static shape
+takes these (`layers.Dense` and `layers.LayerNorm` with training=True; XLA compiles once per
+shape): inference keeps the plain ops, which oneDNN fuses with the product before them and
+which converters such as TFLite's know.
+"""
+
+import math
+
+import tensorflow as tf
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_CUBIC = 0.044715
+
+
+def _tanh_term(x):
+    return tf.math.tanh(_SQRT_2_OVER_PI * (x + _CUBIC * x * x * x))
+
+
+@tf.function(jit_compile=True)
+def _gelu_forward(x):
+    x32 = tf.cast(x, tf.float32)
+    return tf.cast(0.5 * x32 * (1.0 + _tanh_term(x32)), x.dtype)
+
+
+@tf.function(jit_compile=True)
+def _gelu_gradient(upstream, x):
+    x32 = tf.cast(x, tf.float32)
+    tanh = _tanh_term(x32)
+    slope = 0.5 * (1.0 + tanh) + 0.5 * x32 * (1.0 - tanh * tanh) * _SQRT_2_OVER_PI * (
+        1.0 + 3.0 * _CUBIC * x32 * x32)
+    return tf.cast(tf.cast(upstream, tf.float32) * slope, upstream.dtype)
+
+
+@tf.custom_gradient
+def gelu(x):
+    """0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), the original's gelu."""
+    return _gelu_forward(x), lambda upstream: _gelu_gradient(upstream, x)
+
+
+def _normalized(x, epsilon):
+    """(x - mean) / sqrt(variance + epsilon) over the last axis, and that inverse deviation."""
+    centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+    inverse = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
+    return centered * inverse, inverse
+
+
+@tf.function(jit_compile=True)
+def _layer_norm_forward(x, gamma, beta, epsilon):
+    normalized, _ = _normalized(tf.cast(x, tf.float32), epsilon)
+    return normalized * gamma + beta
+
+
+@tf.function(jit_compile=True)
+def _layer_norm_gradient(upstream, x, gamma, epsilon):
+    width = x.shape[-1]
+    rows = tf.reshape(tf.cast(x, tf.float32), [-1, width])
+    upstream = tf.reshape(upstream, [-1, width])
+    normalized, inverse = _normalized(rows, epsilon)
+    scaled = upstream * gamma
+    inputs = inverse * (scaled - tf.reduce_mean(scaled, axis=-1, keepdims=True) - normalized
+                        * tf.reduce_mean(scaled * normalized, axis=-1, keepdims=True))
+    return (tf.cast(tf.reshape(inputs, tf.shape(x)), x.dtype),
+            tf.reduce_sum(upstream * normalized, axis=0), tf.reduce_sum(upstream, axis=0))
+
+
+def layer_norm(x, gamma, beta, epsilon):
+    """gamma · (x - mean) / sqrt(variance + epsilon) + beta over the last axis, in float32."""
+
+    @tf.custom_gradient
+    def normalize(x, gamma, beta):
+        return (_layer_norm_forward(x, gamma, beta, epsilon),
+                lambda upstream: _layer_norm_gradient(upstream, x, gamma, epsilon))
+
+    return normalize(x, gamma, beta)

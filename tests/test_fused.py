@@ -1,0 +1,122 @@
+"""The training GELU and LayerNorm (`modeling.fused`) against the specification's formulas and
+their derivatives and against TensorFlow's and Keras's own ops, and `layers.Dense`'s and
+`layers.LayerNorm`'s choice of them: only under training, only for static shapes, never in an
+inference graph."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.modeling import fused, layers
+
+C = np.sqrt(2 / np.pi)
+
+
+def reference_gelu(x):
+    return 0.5 * x * (1 + np.tanh(C * (x + 0.044715 * x ** 3)))
+
+
+def reference_slope(x):
+    """d/dx of 0.5·x·(1 + tanh(u)), u = √(2/π)(x + 0.044715x³), worked by hand."""
+    t = np.tanh(C * (x + 0.044715 * x ** 3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * C * (1 + 3 * 0.044715 * x ** 2)
+
+
+def gradient(function, x, upstream):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = function(x)
+    return y, tape.gradient(y, x, output_gradients=tf.constant(upstream, y.dtype))
+
+
+def test_value_and_gradient_match_the_formula_and_tensorflows_gelu():
+    x = np.linspace(-6, 6, 97).astype(np.float32).reshape(1, 97)
+    upstream = np.random.default_rng(0).normal(size=x.shape).astype(np.float32)
+    y, dx = gradient(fused.gelu, x, upstream)
+    np.testing.assert_allclose(y, reference_gelu(x.astype(np.float64)), atol=1e-6)
+    # float32's 1 + tanh(u) near tanh = -1 loses digits: TensorFlow's own gradient of
+    # tf.nn.gelu is off the float64 slope by 4.4e-6 on these points, as this one is.
+    np.testing.assert_allclose(dx, upstream * reference_slope(x.astype(np.float64)), atol=1e-5)
+    plain_y, plain_dx = gradient(lambda v: tf.nn.gelu(v, approximate=True), x, upstream)
+    np.testing.assert_allclose(y, plain_y, atol=1e-6)
+    np.testing.assert_allclose(dx, plain_dx, atol=1e-5)
+
+
+def test_bfloat16_in_bfloat16_out_rounded_once():
+    x = np.linspace(-4, 4, 33).astype(np.float32).reshape(1, 33)
+    y, dx = gradient(fused.gelu, tf.cast(x, tf.bfloat16), np.ones_like(x))
+    assert y.dtype == tf.bfloat16 and dx.dtype == tf.bfloat16
+    exact_x = tf.cast(tf.cast(x, tf.bfloat16), tf.float64).numpy()
+    # one rounding to bfloat16 (8 significant bits): relative error at most 2^-8
+    np.testing.assert_allclose(tf.cast(y, tf.float64), reference_gelu(exact_x), rtol=2 ** -8,
+                               atol=1e-6)
+    np.testing.assert_allclose(tf.cast(dx, tf.float64), reference_slope(exact_x), rtol=2 ** -8,
+                               atol=1e-6)
+
+
+def xla_calls(graph):
+    """Names of the calls in `graph` (and the functions it holds) that XLA must compile."""
+    found = [op.name for op in graph.get_operations()
+             if "_XlaMustCompile" in op.node_def.attr and op.get_attr("_XlaMustCompile")]
+    for function in graph._functions.values():
+        found += [node.name for node in function.definition.node_def
+                  if node.attr["_XlaMustCompile"].b]
+    return found
+
+
+@pytest.mark.parametrize("training, shape, fused", [
+    (True, [4, 8], True), (False, [4, 8], False), (True, [None, 8], False)])
+def test_dense_fuses_only_a_training_call_of_static_shape(training, shape, fused):
+    dense = layers.Dense(8, 16, 0.02, layers.get_activation("gelu"))
+    call = tf.function(lambda x: dense(x, training=training)).get_concrete_function(
+        tf.TensorSpec(shape, tf.float32))
+    assert bool(xla_calls(call.graph)) == fused
+    x = np.random.default_rng(1).normal(size=(4, 8)).astype(np.float32)
+    expected = reference_gelu(x.astype(np.float64) @ dense.kernel.numpy() + dense.bias.numpy())
+    np.testing.assert_allclose(call(tf.constant(x)), expected, atol=1e-5)
+
+
+def reference_layer_norm(x, gamma, beta, epsilon=1e-12):
+    mean = x.mean(-1, keepdims=True)
+    return gamma * (x - mean) / np.sqrt(x.var(-1, keepdims=True) + epsilon) + beta
+
+
+def test_layer_norm_value_and_gradients_match_the_formula_and_keras():
+    rng = np.random.default_rng(2)
+    x = (rng.normal(size=(3, 5, 16)) * 3 + 1).astype(np.float32)
+    gamma, beta = (rng.normal(size=16).astype(np.float32) for _ in range(2))
+    upstream = rng.normal(size=x.shape).astype(np.float32)
+
+    def value_and_gradients(function):
+        tensors = [tf.constant(v) for v in (x, gamma, beta)]
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            y = function(*tensors)
+        return y, tape.gradient(y, tensors, output_gradients=tf.constant(upstream))
+
+    y, grads = value_and_gradients(lambda v, g, b: fused.layer_norm(v, g, b, 1e-12))
+    np.testing.assert_allclose(y, reference_layer_norm(x.astype(np.float64), gamma, beta),
+                               atol=2e-5)
+    norm = layers.LayerNorm(16)
+    keras_y, keras_grads = value_and_gradients(
+        lambda v, g, b: (norm.gamma.assign(g), norm.beta.assign(b), norm(v))[-1])
+    np.testing.assert_allclose(y, keras_y, atol=2e-5)
+    # Keras reads gamma and beta from its variables, not from these tensors; their gradients
+    # follow from the formula: d/dbeta = sum of upstream, d/dgamma = sum of upstream * x-hat.
+    normalized = reference_layer_norm(x.astype(np.float64), 1.0, 0.0)
+    np.testing.assert_allclose(grads[2], upstream.sum((0, 1)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(grads[1], (upstream * normalized).sum((0, 1)), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(grads[0], keras_grads[0], atol=2e-5)
+
+
+@pytest.mark.parametrize("training, shape, fused_call", [
+    (True, [4, 16], True), (False, [4, 16], False), (True, [None, 16], False)])
+def test_layer_norm_fuses_only_a_training_call_of_static_shape(training, shape, fused_call):
+    norm = layers.LayerNorm(16)
+    call = tf.function(lambda x: norm(x, training=training)).get_concrete_function(
+        tf.TensorSpec(shape, tf.float32))
+    assert bool(xla_calls(call.graph)) == fused_call
+    x = np.random.default_rng(3).normal(size=(4, 16)).astype(np.float32)
+    np.testing.assert_allclose(call(tf.constant(x)), reference_layer_norm(x, 1.0, 0.0), atol=2e-5)
