@@ -120,3 +120,35 @@ def test_layer_norm_fuses_only_a_training_call_of_static_shape(training, shape, 
     assert bool(xla_calls(call.graph)) == fused_call
     x = np.random.default_rng(3).normal(size=(4, 16)).astype(np.float32)
     np.testing.assert_allclose(call(tf.constant(x)), reference_layer_norm(x, 1.0, 0.0), atol=2e-5)
+
+
+def test_masked_lm_cross_entropy_matches_the_formula_and_its_gradient():
+    rng = np.random.default_rng(4)
+    logits = (rng.normal(size=(3, 4, 50)) * 4).astype(np.float32)
+    labels = rng.integers(0, 50, size=(3, 4)).astype(np.int32)
+    upstream = rng.normal(size=(3, 4)).astype(np.float32)
+    x = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        losses = fused.sparse_cross_entropy(x, tf.constant(labels))
+    gradient_of_logits = tape.gradient(losses, x, output_gradients=tf.constant(upstream))
+    wide = logits.astype(np.float64)
+    log_probs = wide - np.log(np.exp(wide).sum(-1, keepdims=True))
+    one_hot = np.eye(50)[labels]
+    np.testing.assert_allclose(losses, -(one_hot * log_probs).sum(-1), atol=1e-5)
+    np.testing.assert_allclose(gradient_of_logits,
+                               upstream[..., None] * (np.exp(log_probs) - one_hot), atol=1e-6)
+
+
+def test_pretraining_loss_is_the_same_fused_or_not():
+    """The original's log_softmax · one_hot (dynamic shapes) and the fused kernel (static)."""
+    from albert_tf.pretraining import task
+    rng = np.random.default_rng(5)
+    features = {"masked_lm_ids": rng.integers(0, 30, size=(2, 3)).astype(np.int32),
+                "masked_lm_weights": np.array([[1, 1, 0], [1, 0, 0]], np.float32)}
+    logits = rng.normal(size=(2, 3, 30)).astype(np.float32)
+    fused_losses, _ = task.masked_lm_losses(features, {"mlm_logits": tf.constant(logits)})
+    dynamic = tf.function(lambda t: task.masked_lm_losses(features, {"mlm_logits": t})[0])
+    plain = dynamic.get_concrete_function(tf.TensorSpec([None, 3, 30], tf.float32))
+    assert not xla_calls(plain.graph)
+    np.testing.assert_allclose(fused_losses, plain(tf.constant(logits)), atol=1e-5)

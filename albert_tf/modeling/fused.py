@@ -79,3 +79,33 @@ def layer_norm(x, gamma, beta, epsilon):
                 lambda upstream: _layer_norm_gradient(upstream, x, gamma, epsilon))
 
     return normalize(x, gamma, beta)
+
+
+def _log_normalizer(logits):
+    """log Σ exp(logits) over the last axis, computed from the row's maximum."""
+    peak = tf.reduce_max(logits, axis=-1, keepdims=True)
+    return peak + tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=-1, keepdims=True))
+
+
+@tf.function(jit_compile=True)
+def _cross_entropy_forward(logits, labels):
+    picked = tf.gather(logits, labels[..., None], batch_dims=logits.shape.rank - 1)
+    return tf.squeeze(_log_normalizer(logits) - picked, axis=-1)
+
+
+@tf.function(jit_compile=True)
+def _cross_entropy_gradient(upstream, logits, labels):
+    probabilities = tf.exp(logits - _log_normalizer(logits))
+    return upstream[..., None] * (probabilities - tf.one_hot(labels, logits.shape[-1]))
+
+
+def sparse_cross_entropy(logits, labels):
+    """−log softmax(logits)[label] over the last axis (float32 logits, int32 labels)."""
+
+    @tf.custom_gradient
+    def cross_entropy(logits):
+        return (_cross_entropy_forward(logits, labels),
+                lambda upstream: _cross_entropy_gradient(upstream, logits, labels))
+
+    return cross_entropy(logits)
+

@@ -17,7 +17,7 @@ adds loss and global_step.
 import keras
 import tensorflow as tf
 
-from albert_tf.modeling import encoder
+from albert_tf.modeling import encoder, fused
 from albert_tf.modeling import pretraining as pretraining_model
 from albert_tf.pretraining import input_pipeline
 from albert_tf.training import strategy as strategy_lib, task
@@ -27,12 +27,19 @@ MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 
 
 def masked_lm_losses(features, outputs):
-    """Per-position −log p(masked_lm_ids) [B,M] and the weights [B,M] (float32)."""
-    log_probs = tf.nn.log_softmax(outputs["mlm_logits"], axis=-1)
+    """Per-position −log p(masked_lm_ids) [B,M] and the weights [B,M] (float32).
+
+    With static shapes (XLA compiles once per shape) one fused kernel each way
+    (`modeling.fused`), else the original's log_softmax · one_hot."""
+    logits = tf.convert_to_tensor(outputs["mlm_logits"], tf.float32)
     ids = tf.cast(features["masked_lm_ids"], tf.int32)
+    weights = tf.cast(features["masked_lm_weights"], tf.float32)
+    if logits.shape.is_fully_defined():
+        return fused.sparse_cross_entropy(logits, ids), weights
+    log_probs = tf.nn.log_softmax(logits, axis=-1)
     per_position = -tf.reduce_sum(
         tf.one_hot(ids, tf.shape(log_probs)[-1], dtype=log_probs.dtype) * log_probs, axis=-1)
-    return per_position, tf.cast(features["masked_lm_weights"], tf.float32)
+    return per_position, weights
 
 
 def sentence_order_losses(features, outputs):
