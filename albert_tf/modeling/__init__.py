@@ -1,6 +1,8 @@
 """Keras 3 layers of ALBERT, one job per module.
 
 - `layers`: initializer, activation, float32 LayerNorm, the 2-D-kernel `Dense`, `ClassificationHead`.
+- `fused`: the tanh-GELU, LayerNorm and masked-LM cross-entropy that training calls of static
+  shape run instead, each XLA-compiled into one kernel forward and one backward.
 - `embeddings`: `bert/embeddings` (word + type + position, LayerNorm, dropout).
 - `attention`: `attention_1` self-attention with 2-D stored [H,H] kernels, key mask −10000.
 - `transformer`: `inner_group_k`, the post-LayerNorm attention + FFN block.

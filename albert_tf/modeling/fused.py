@@ -1,14 +1,16 @@
-"""The tanh-GELU and LayerNorm for training: each one's forward and gradient one XLA kernel.
+"""The tanh-GELU, LayerNorm and masked-LM cross-entropy of training, each forward and each
+gradient one XLA-compiled kernel.
 
 TensorFlow runs `tf.nn.gelu(x, approximate=True)` as about eight element-wise ops forward and a
-dozen backward, and Keras's LayerNormalization as about ten each way, every one a full pass
-over the activations; in the small model's pretraining step on a CPU the two were a quarter of
-the step (bench/RESULTS.md). Here XLA compiles each forward and each gradient into one loop,
-computed in float32 whatever the input dtype and rounded once, and the gradients recompute
-what they need from the inputs instead of keeping it. Only a training call of static shape
-takes these (`layers.Dense` and `layers.LayerNorm` with training=True; XLA compiles once per
-shape): inference keeps the plain ops, which oneDNN fuses with the product before them and
-which converters such as TFLite's know.
+dozen backward, Keras's LayerNormalization as about ten each way, and the original's loss as a
+log-softmax, a one-hot product and their gradients over [B·M, vocabulary]; each op is a full
+pass over memory. In the small model's pretraining step on a CPU that was about a third of the
+step (bench/RESULTS.md). Here XLA compiles each forward and each gradient into one loop,
+computed in float32 whatever the input dtype and rounded once, and the gradients recompute what
+they need from the inputs instead of keeping it. Only training calls of static shape take
+these (XLA compiles once per shape; `layers.Dense` and `layers.LayerNorm` with training=True,
+`pretraining.task.masked_lm_losses`): inference keeps the plain ops, which oneDNN fuses with
+the product before them and which converters such as TFLite's know.
 """
 
 import math
