@@ -58,6 +58,10 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     for init in ("pretrained", "random_init"):
         assert f"4-fine-tuning-{init.replace('_', '-')}-seed1: " in stdout, init
     assert summary["cpu"]["precision"] in ("float32", "mixed_bfloat16")
+    fine_tuning_commands = [line for line in stdout.splitlines()
+                            if line.startswith("$ ") and "run_classifier.py" in line]
+    assert len(fine_tuning_commands) == 4 and all(  # the CPU check's precision, as pretraining
+        f"--precision={summary['cpu']['precision']}" in line for line in fine_tuning_commands)
     replicas = summary["cpu"]["cpu_replicas"]
     assert f"--cpu_replicas={replicas}" in stdout and summary["cpu"]["cpu_replicas_reason"] in stdout
     assert summary["seconds"]["total"] >= summary["seconds"]["pretraining"]

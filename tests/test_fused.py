@@ -126,11 +126,12 @@ def test_masked_lm_cross_entropy_matches_the_formula_and_its_gradient():
     rng = np.random.default_rng(4)
     logits = (rng.normal(size=(3, 4, 50)) * 4).astype(np.float32)
     labels = rng.integers(0, 50, size=(3, 4)).astype(np.int32)
+    labels[0] = logits[0].argmax(-1)  # some rows predicted right
     upstream = rng.normal(size=(3, 4)).astype(np.float32)
     x = tf.constant(logits)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        losses = fused.sparse_cross_entropy(x, tf.constant(labels))
+        losses, correct = fused.sparse_cross_entropy(x, tf.constant(labels))
     gradient_of_logits = tape.gradient(losses, x, output_gradients=tf.constant(upstream))
     wide = logits.astype(np.float64)
     log_probs = wide - np.log(np.exp(wide).sum(-1, keepdims=True))
@@ -138,17 +139,71 @@ def test_masked_lm_cross_entropy_matches_the_formula_and_its_gradient():
     np.testing.assert_allclose(losses, -(one_hot * log_probs).sum(-1), atol=1e-5)
     np.testing.assert_allclose(gradient_of_logits,
                                upstream[..., None] * (np.exp(log_probs) - one_hot), atol=1e-6)
+    np.testing.assert_array_equal(correct, (logits.argmax(-1) == labels).astype(np.float32))
+    assert 4 <= correct.numpy().sum() < 12
 
 
-def test_pretraining_loss_is_the_same_fused_or_not():
-    """The original's log_softmax · one_hot (dynamic shapes) and the fused kernel (static)."""
+def test_masked_lm_arg_max_takes_the_first_of_tied_maxima_as_tf_argmax():
+    """bfloat16 logits tie often; a label tied with an earlier maximum is not the arg-max."""
+    logits = tf.constant([[[1.0, 3.0, 3.0, 0.5], [3.0, 3.0, 1.0, 0.0], [0.0, 1.0, 2.0, 2.0]]],
+                         tf.bfloat16)
+    labels = tf.constant([[2, 0, 3]], tf.int32)
+    _, correct = fused.sparse_cross_entropy(logits, labels)
+    expected = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+    np.testing.assert_array_equal(correct, expected)
+    np.testing.assert_array_equal(correct, [[0.0, 1.0, 0.0]])
+
+
+def test_masked_lm_loss_reads_bfloat16_logits_in_float32_and_gives_bfloat16_gradients():
+    rng = np.random.default_rng(6)
+    logits = tf.cast(rng.normal(size=(2, 3, 40)) * 4, tf.bfloat16)
+    labels = tf.constant(rng.integers(0, 40, size=(2, 3)), tf.int32)
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        losses, _ = fused.sparse_cross_entropy(logits, labels)
+    gradient = tape.gradient(losses, logits)
+    assert losses.dtype == tf.float32 and gradient.dtype == tf.bfloat16
+    wide = tf.cast(logits, tf.float64).numpy()
+    log_probs = wide - np.log(np.exp(wide).sum(-1, keepdims=True))
+    one_hot = np.eye(40)[labels.numpy()]
+    np.testing.assert_allclose(losses, -(one_hot * log_probs).sum(-1), atol=1e-5)
+    np.testing.assert_allclose(tf.cast(gradient, tf.float32), np.exp(log_probs) - one_hot, atol=4e-3)
+
+
+def test_pretraining_loss_and_accuracy_are_the_same_fused_or_not():
+    """The original's log_softmax · one_hot and tf.argmax (dynamic shapes) and the fused
+    kernel (static)."""
     from albert_tf.pretraining import task
     rng = np.random.default_rng(5)
     features = {"masked_lm_ids": rng.integers(0, 30, size=(2, 3)).astype(np.int32),
                 "masked_lm_weights": np.array([[1, 1, 0], [1, 0, 0]], np.float32)}
     logits = rng.normal(size=(2, 3, 30)).astype(np.float32)
-    fused_losses, _ = task.masked_lm_losses(features, {"mlm_logits": tf.constant(logits)})
-    dynamic = tf.function(lambda t: task.masked_lm_losses(features, {"mlm_logits": t})[0])
+    features["masked_lm_ids"][1] = logits[1].argmax(-1)
+    fused_losses, fused_correct, _ = task.masked_lm_outcomes(features, {"mlm_logits": tf.constant(logits)})
+    dynamic = tf.function(lambda t: task.masked_lm_outcomes(features, {"mlm_logits": t})[:2])
     plain = dynamic.get_concrete_function(tf.TensorSpec([None, 3, 30], tf.float32))
     assert not xla_calls(plain.graph)
-    np.testing.assert_allclose(fused_losses, plain(tf.constant(logits)), atol=1e-5)
+    plain_losses, plain_correct = plain(tf.constant(logits))
+    np.testing.assert_allclose(fused_losses, plain_losses, atol=1e-5)
+    np.testing.assert_array_equal(fused_correct, plain_correct)
+    assert 3 <= plain_correct.numpy().sum() < 6
+
+
+def test_masked_lm_head_trains_in_the_compute_dtype_and_infers_in_float32():
+    """Under mixed precision the training logits (and their products) are bfloat16, read by
+    the fused loss; evaluation and exports keep float32 logits."""
+    from albert_tf.config import AlbertConfig
+    from albert_tf.modeling import pretraining
+    rng = np.random.default_rng(7)
+    config = AlbertConfig(vocab_size=30, embedding_size=8, hidden_size=16, num_hidden_layers=1,
+                          num_attention_heads=2, intermediate_size=32)
+    table = tf.Variable(rng.normal(size=(30, 8)).astype(np.float32))
+    sequence = tf.constant(rng.normal(size=(2, 5, 16)).astype(np.float32))
+    positions = tf.constant([[0, 3], [1, 4]])
+    for policy, training_dtype in (("mixed_bfloat16", tf.bfloat16), ("float32", tf.float32)):
+        head = pretraining.MaskedLMHead(config, table, dtype=policy)
+        trained = head(sequence, positions, training=True)
+        inferred = head(sequence, positions, training=False)
+        assert trained.dtype == training_dtype and inferred.dtype == tf.float32
+        assert trained.shape == inferred.shape == (2, 2, 30)
+        np.testing.assert_allclose(tf.cast(trained, tf.float32), inferred, atol=0.1, rtol=0.02)

@@ -183,7 +183,8 @@ class Demo:
 
     def _fine_tuning_command(self, glue_dir, run_dir, seed, train_steps, init_checkpoint, export_dir):
         """run_classifier.py on the movie-review task: from `init_checkpoint`, or from random
-        initialisation when it is None; predicts and exports when `export_dir` is given."""
+        initialisation when it is None; predicts and exports when `export_dir` is given. The
+        CPU check's --precision, as pretraining (the export stays float32)."""
         settings = self.settings
         command = [
             self.python, "run_classifier.py", "--task_name=sst-2", f"--data_dir={glue_dir}",
@@ -194,7 +195,7 @@ class Demo:
             f"--train_batch_size={settings['finetune_batch']}", "--eval_batch_size=64",
             f"--learning_rate={settings['finetune_lr']}", f"--train_step={train_steps}",
             f"--warmup_step={train_steps // 10}", f"--save_checkpoints_steps={train_steps}",
-            f"--iterations_per_loop={max(1, train_steps // 10)}"]
+            f"--iterations_per_loop={max(1, train_steps // 10)}", f"--precision={self.precision}"]
         command.append(f"--init_checkpoint={init_checkpoint}" if init_checkpoint else "--allow_random_init")
         if export_dir:
             command += ["--do_predict", "--predict_batch_size=64", f"--export_dir={export_dir}"]
@@ -273,8 +274,8 @@ def run_demo(data_dir, output_dir, quick):
 def _print_summary(summary):
     print("\n=== Summary")
     cpu = summary["cpu"]
-    print(f"  CPU: {machine.describe(cpu)}; pretraining with --precision={cpu['precision']} "
-          f"--cpu_replicas={cpu['cpu_replicas']} ({cpu['cpu_replicas_reason']})")
+    print(f"  CPU: {machine.describe(cpu)}; --precision={cpu['precision']} (pretraining and fine-tuning), "
+          f"--cpu_replicas={cpu['cpu_replicas']} for pretraining ({cpu['cpu_replicas_reason']})")
     for name, path in summary["artefacts"].items():
         print(f"  {name:24s} {path}")
     loss = summary["pretraining_loss"]

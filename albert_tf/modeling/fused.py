@@ -9,7 +9,7 @@ step (bench/RESULTS.md). Here XLA compiles each forward and each gradient into o
 computed in float32 whatever the input dtype and rounded once, and the gradients recompute what
 they need from the inputs instead of keeping it. Only training calls of static shape take
 these (XLA compiles once per shape; `layers.Dense` and `layers.LayerNorm` with training=True,
-`pretraining.task.masked_lm_losses`): inference keeps the plain ops, which oneDNN fuses with
+`pretraining.task.masked_lm_outcomes`): inference keeps the plain ops, which oneDNN fuses with
 the product before them and which converters such as TFLite's know.
 """
 
@@ -91,23 +91,42 @@ def _log_normalizer(logits):
 
 @tf.function(jit_compile=True)
 def _cross_entropy_forward(logits, labels):
+    """Per row, in float32 whatever the logits' dtype: the loss, the log-normalizer, and whether
+    arg-max (the first of tied maxima, as tf.argmax) is the label; the last in the same pass,
+    since a separate arg-max over [B·M, vocabulary] cost more than the loss."""
+    logits = tf.cast(logits, tf.float32)
+    log_normalizer = _log_normalizer(logits)
     picked = tf.gather(logits, labels[..., None], batch_dims=logits.shape.rank - 1)
-    return tf.squeeze(_log_normalizer(logits) - picked, axis=-1)
+    peak = tf.reduce_max(logits, axis=-1, keepdims=True)
+    earlier = tf.range(logits.shape[-1]) < labels[..., None]
+    peak_before_label = tf.reduce_any(tf.logical_and(tf.equal(logits, peak), earlier), axis=-1,
+                                      keepdims=True)
+    correct = tf.logical_and(tf.equal(picked, peak), tf.logical_not(peak_before_label))
+    return (tf.squeeze(log_normalizer - picked, axis=-1), log_normalizer,
+            tf.squeeze(tf.cast(correct, tf.float32), axis=-1))
 
 
 @tf.function(jit_compile=True)
-def _cross_entropy_gradient(upstream, logits, labels):
-    probabilities = tf.exp(logits - _log_normalizer(logits))
-    return upstream[..., None] * (probabilities - tf.one_hot(labels, logits.shape[-1]))
+def _cross_entropy_gradient(upstream, logits, log_normalizer, labels):
+    """softmax − one_hot, scaled by `upstream`, from the forward's log-normalizer (one
+    exponential per logit), rounded once to the logits' dtype."""
+    probabilities = tf.exp(tf.cast(logits, tf.float32) - log_normalizer)
+    return tf.cast(upstream[..., None] * (probabilities - tf.one_hot(labels, logits.shape[-1])),
+                   logits.dtype)
 
 
 def sparse_cross_entropy(logits, labels):
-    """−log softmax(logits)[label] over the last axis (float32 logits, int32 labels)."""
+    """−log softmax(logits)[label] over the last axis, in float32 (logits of any float dtype,
+    int32 labels; the gradient has the logits' dtype), and whether tf.argmax(logits) is the
+    label (float32 1/0, no gradient)."""
 
     @tf.custom_gradient
     def cross_entropy(logits):
-        return (_cross_entropy_forward(logits, labels),
-                lambda upstream: _cross_entropy_gradient(upstream, logits, labels))
+        losses, log_normalizer, correct = _cross_entropy_forward(logits, labels)
+
+        def gradient(upstream, unused_upstream_of_correct):
+            return _cross_entropy_gradient(upstream, logits, log_normalizer, labels)
+
+        return (losses, correct), gradient
 
     return cross_entropy(logits)
-

@@ -31,17 +31,24 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True  # every variable exists already
 
     def call(self, sequence_output, masked_lm_positions, training=False):
-        """[B,S,H], [B,M] → float32 logits [B,M,V].
+        """[B,S,H], [B,M] → logits [B,M,V]: float32, except in training with static shapes,
+        where they are in the model's compute dtype (bfloat16 under mixed precision).
 
         The logits are one 2-D product over the B·M gathered rows, as the original's: a
         [B,M,E]·[V,E]ᵀ batch product would make the table's gradient B per-example [E,V]
-        products summed afterwards (a tenth of a small model's CPU step).
+        products summed afterwards (a tenth of a small model's CPU step). In training that
+        product and its two gradient products take the compute dtype (as the rest of a
+        mixed-precision model), and the fused loss (`modeling.fused.sparse_cross_entropy`) reads
+        them in float32; inference and every export keep float32 logits.
         """
         gathered = tf.gather(sequence_output, masked_lm_positions, batch_dims=1)
         transformed = self.layer_norm(self.transform(gathered, training=training))
         rows = tf.reshape(transformed, [-1, transformed.shape[-1]])
-        logits = tf.nn.bias_add(tf.matmul(rows, self.embedding_table, transpose_b=True),
-                                self.output_bias)
+        table, bias = self.embedding_table, self.output_bias
+        if training and rows.shape.is_fully_defined():
+            dtype = self.transform.compute_dtype
+            rows, table, bias = tf.cast(rows, dtype), tf.cast(table, dtype), tf.cast(bias, dtype)
+        logits = tf.nn.bias_add(tf.matmul(rows, table, transpose_b=True), bias)
         return tf.reshape(logits, tf.concat([tf.shape(masked_lm_positions), [logits.shape[-1]]], axis=0))
 
     def checkpoint_variables(self):

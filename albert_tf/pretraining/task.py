@@ -26,20 +26,25 @@ MLM_DENOMINATOR_EPSILON = 1e-5
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 
 
-def masked_lm_losses(features, outputs):
-    """Per-position −log p(masked_lm_ids) [B,M] and the weights [B,M] (float32).
+def masked_lm_outcomes(features, outputs):
+    """Per-position −log p(masked_lm_ids) [B,M], whether the arg-max prediction is the id [B,M]
+    (1/0) and the weights [B,M], all float32.
 
     With static shapes (XLA compiles once per shape) one fused kernel each way
-    (`modeling.fused`), else the original's log_softmax · one_hot."""
-    logits = tf.convert_to_tensor(outputs["mlm_logits"], tf.float32)
+    (`modeling.fused`, reading training's bfloat16 logits as they are), else the original's
+    log_softmax · one_hot and tf.argmax in float32."""
+    logits = tf.convert_to_tensor(outputs["mlm_logits"])
     ids = tf.cast(features["masked_lm_ids"], tf.int32)
     weights = tf.cast(features["masked_lm_weights"], tf.float32)
     if logits.shape.is_fully_defined():
-        return fused.sparse_cross_entropy(logits, ids), weights
+        per_position, correct = fused.sparse_cross_entropy(logits, ids)
+        return per_position, correct, weights
+    logits = tf.cast(logits, tf.float32)
     log_probs = tf.nn.log_softmax(logits, axis=-1)
     per_position = -tf.reduce_sum(
         tf.one_hot(ids, tf.shape(log_probs)[-1], dtype=log_probs.dtype) * log_probs, axis=-1)
-    return per_position, weights
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), ids), tf.float32)
+    return per_position, correct, weights
 
 
 def sentence_order_losses(features, outputs):
@@ -54,6 +59,8 @@ class PretrainingTask(task.Task):
 
     eval_metric_name = "masked_lm_accuracy"
     eval_metric_higher_is_better = True
+    # the fused loss reads training's bfloat16 logits in float32 (no [B·M, vocabulary] casts)
+    outputs_in_compute_dtype = ("mlm_logits",)
     sentence_order_loss_weight = 1.0
 
     def __init__(self, albert_config, input_files, max_seq_length, max_predictions_per_seq,
@@ -96,7 +103,7 @@ class PretrainingTask(task.Task):
         }
 
     def compute_loss(self, features, outputs, normalizers):
-        per_position, weights = masked_lm_losses(features, outputs)
+        per_position, _, weights = masked_lm_outcomes(features, outputs)
         masked_lm = tf.reduce_sum(weights * per_position) / (
             normalizers["masked_lm_weights"] + MLM_DENOMINATOR_EPSILON)
         sentence_order = tf.reduce_sum(sentence_order_losses(features, outputs)) / (
@@ -105,17 +112,16 @@ class PretrainingTask(task.Task):
 
     def build_metrics(self):
         return {
-            "masked_lm_accuracy": keras.metrics.Accuracy(name="masked_lm_accuracy"),
+            # the weighted mean of masked_lm_outcomes' 1/0: tf.argmax(logits) == id, as Accuracy
+            "masked_lm_accuracy": keras.metrics.Mean(name="masked_lm_accuracy"),
             "masked_lm_loss": keras.metrics.Mean(name="masked_lm_loss"),
             "sentence_order_accuracy": keras.metrics.Accuracy(name="sentence_order_accuracy"),
             "sentence_order_loss": keras.metrics.Mean(name="sentence_order_loss"),
         }
 
     def update_metrics(self, metrics, features, outputs):
-        per_position, weights = masked_lm_losses(features, outputs)
-        predictions = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
-        ids = tf.cast(features["masked_lm_ids"], tf.int32)
-        metrics["masked_lm_accuracy"].update_state(ids, predictions, sample_weight=weights)
+        per_position, correct, weights = masked_lm_outcomes(features, outputs)
+        metrics["masked_lm_accuracy"].update_state(correct, sample_weight=weights)
         metrics["masked_lm_loss"].update_state(per_position, sample_weight=weights)
         labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
         sop_predictions = tf.argmax(outputs["sop_logits"], axis=-1, output_type=tf.int32)

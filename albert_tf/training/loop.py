@@ -40,7 +40,7 @@ from tensorflow.core.framework import summary_pb2
 from albert_tf import errors, progress
 from albert_tf.files import io_utils, output_lock
 from albert_tf.training import optimization
-from albert_tf.training import checkpointing, prediction, strategy as strategy_lib
+from albert_tf.training import checkpointing, pipeline_options, prediction, strategy as strategy_lib
 
 PRECISION_POLICIES = {
     "float32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
@@ -187,7 +187,8 @@ class Trainer:
     def _micro_batch_gradients(self, features, normalizers):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            outputs = prediction.as_float32(self.task.call_model(self.model, features, training=True))
+            outputs = prediction.as_float32(self.task.call_model(self.model, features, training=True),
+                                            keep=self.task.outputs_in_compute_dtype)
             loss = self.task.compute_loss(features, outputs, normalizers)
             scaled = self._update_optimizer.scale_loss(loss)
         gradients = [_dense(g) for g in tape.gradient(scaled, variables)]
@@ -256,7 +257,7 @@ class Trainer:
                 replicas = (input_context.num_replicas_in_sync
                             // input_context.num_input_pipelines)
                 dataset = dataset.skip(skip_steps * replicas)
-            return dataset
+            return pipeline_options.without_autotune(dataset)
         return self.strategy.distribute_datasets_from_function(dataset_fn)
 
     def restore_or_initialize(self):
@@ -402,7 +403,7 @@ class Trainer:
         """
         def dataset_fn(input_context):
             per_replica = input_context.get_per_replica_batch_size(batch_size)
-            return self.task.eval_dataset(input_context, per_replica)
+            return pipeline_options.without_autotune(self.task.eval_dataset(input_context, per_replica))
         dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
         for metric in self.eval_metrics.values():
             metric.reset_state()

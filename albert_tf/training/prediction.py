@@ -14,13 +14,20 @@ strategy, and progress (batches, rate, ETA) is logged the same way.
 import tensorflow as tf
 
 from albert_tf import progress
+from albert_tf.training import pipeline_options
 
 
-def as_float32(structure):
+def as_float32(structure, keep=()):
     """Floating tensors of a model's outputs in float32: losses, metrics and host-side scoring
-    never see bfloat16 or float16."""
-    return tf.nest.map_structure(
-        lambda t: tf.cast(t, tf.float32) if t.dtype in (tf.bfloat16, tf.float16) else t, structure)
+    never see bfloat16 or float16, except the outputs named in `keep` (of a dict), which the
+    loss converts itself."""
+    def convert(t):
+        return tf.cast(t, tf.float32) if t.dtype in (tf.bfloat16, tf.float16) else t
+
+    if keep:
+        return {name: value if name in keep else tf.nest.map_structure(convert, value)
+                for name, value in structure.items()}
+    return tf.nest.map_structure(convert, structure)
 
 
 def aggregate(task, model, dataset, strategy=None, what="Evaluating"):
@@ -41,7 +48,7 @@ def aggregate(task, model, dataset, strategy=None, what="Evaluating"):
     cardinality = int(dataset.cardinality())
     batches = progress.ProgressLog(what, cardinality if cardinality > 0 else None, unit="batches")
     state = None
-    for batch in strategy.experimental_distribute_dataset(dataset):
+    for batch in strategy.experimental_distribute_dataset(pipeline_options.without_autotune(dataset)):
         state = task.aggregate_logs(state, {name: value.numpy()
                                             for name, value in step(batch).items()})
         batches.advance()

@@ -78,6 +78,10 @@ class Task(abc.ABC):
 
     eval_metric_name = "loss"
     eval_metric_higher_is_better = False
+    # Outputs the training loss reads in the model's compute dtype (bfloat16 under mixed
+    # precision) and converts itself; every other floating output reaches losses and metrics
+    # in float32.
+    outputs_in_compute_dtype = ()
 
     @abc.abstractmethod
     def build_model(self, strategy):
