@@ -55,39 +55,6 @@ def test_bfloat16_in_bfloat16_out_rounded_once():
                                atol=1e-6)
 
 
-def test_biased_gelu_value_and_gradients_match_the_formula():
-    """gelu(x + bias) with the bias's gradient summed over the rows in the same kernel."""
-    rng = np.random.default_rng(8)
-    x = (rng.normal(size=(6, 9)) * 2).astype(np.float32)
-    bias = rng.normal(size=9).astype(np.float32)
-    upstream = rng.normal(size=x.shape).astype(np.float32)
-    tensors = [tf.constant(x), tf.constant(bias)]
-    with tf.GradientTape() as tape:
-        tape.watch(tensors)
-        y = fused.biased_gelu(*tensors)
-    dx, dbias = tape.gradient(y, tensors, output_gradients=tf.constant(upstream))
-    before = x.astype(np.float64) + bias
-    np.testing.assert_allclose(y, reference_gelu(before), atol=1e-6)
-    np.testing.assert_allclose(dx, upstream * reference_slope(before), atol=1e-5)
-    np.testing.assert_allclose(dbias, (upstream * reference_slope(before)).sum(0), atol=5e-5)
-    assert dx.dtype == tf.float32 and dbias.shape == (9,)
-
-
-def test_dense_training_call_is_the_plain_layer_with_its_gradients():
-    """The fused MatMul → bias → gelu of training against the same layer's inference ops."""
-    dense = layers.Dense(8, 16, 0.5, layers.get_activation("gelu"))
-    x = tf.constant(np.random.default_rng(9).normal(size=(5, 8)).astype(np.float32))
-
-    def value_and_gradients(training):
-        with tf.GradientTape() as tape:
-            y = tf.function(lambda v: dense(v, training=training))(x)
-            loss = tf.reduce_sum(y * y)
-        return [y] + tape.gradient(loss, [dense.kernel, dense.bias])
-
-    for fused_value, plain_value in zip(value_and_gradients(True), value_and_gradients(False)):
-        np.testing.assert_allclose(fused_value, plain_value, atol=2e-5, rtol=1e-5)
-
-
 def xla_calls(graph):
     """Names of the calls in `graph` (and the functions it holds) that XLA must compile."""
     found = [op.name for op in graph.get_operations()
@@ -240,32 +207,3 @@ def test_masked_lm_head_trains_in_the_compute_dtype_and_infers_in_float32():
         assert trained.dtype == training_dtype and inferred.dtype == tf.float32
         assert trained.shape == inferred.shape == (2, 2, 30)
         np.testing.assert_allclose(tf.cast(trained, tf.float32), inferred, atol=0.1, rtol=0.02)
-
-
-def test_residual_layer_norm_is_the_norm_of_the_float32_sum_with_both_gradients():
-    """A bfloat16 sub-layer output plus its float32 residual, normalized: the value and the
-    gradients of both inputs, gamma and beta against the plain cast, sum and LayerNorm."""
-    rng = np.random.default_rng(10)
-    x = tf.cast(rng.normal(size=(3, 4, 16)) * 2, tf.bfloat16)
-    residual = tf.constant((rng.normal(size=(3, 4, 16)) + 1).astype(np.float32))
-    norm = layers.LayerNorm(16)
-    norm.gamma.assign(rng.normal(size=16).astype(np.float32))
-    norm.beta.assign(rng.normal(size=16).astype(np.float32))
-    upstream = tf.constant(rng.normal(size=(3, 4, 16)).astype(np.float32))
-
-    def value_and_gradients(training):
-        sources = [x, residual, norm.gamma, norm.beta]
-        with tf.GradientTape() as tape:
-            tape.watch(sources[:2])
-            y = norm.of_sum(x, residual, training=training)
-        return [y] + tape.gradient(y, sources, output_gradients=upstream)
-
-    fused_values = value_and_gradients(True)
-    plain_values = value_and_gradients(False)
-    total = tf.cast(x, tf.float64).numpy() + residual.numpy()
-    np.testing.assert_allclose(fused_values[0], reference_layer_norm(total, norm.gamma.numpy(),
-                                                                     norm.beta.numpy()), atol=2e-5)
-    assert fused_values[1].dtype == tf.bfloat16 and fused_values[2].dtype == tf.float32
-    for fused_value, plain_value in zip(fused_values, plain_values):
-        np.testing.assert_allclose(tf.cast(fused_value, tf.float32), tf.cast(plain_value, tf.float32),
-                                   atol=2e-2 if fused_value.dtype == tf.bfloat16 else 1e-4)

@@ -1,5 +1,5 @@
-"""The tanh-GELU (with the bias before it), LayerNorm and masked-LM cross-entropy of training,
-each forward and each gradient one XLA-compiled kernel.
+"""The tanh-GELU, LayerNorm and masked-LM cross-entropy of training, each forward and each
+gradient one XLA-compiled kernel.
 
 TensorFlow runs `tf.nn.gelu(x, approximate=True)` as about eight element-wise ops forward and a
 dozen backward, Keras's LayerNormalization as about ten each way, and the original's loss as a
@@ -25,13 +25,6 @@ def _tanh_term(x):
     return tf.math.tanh(_SQRT_2_OVER_PI * (x + _CUBIC * x * x * x))
 
 
-def _gelu_slope(x):
-    """d gelu(x) / dx."""
-    tanh = _tanh_term(x)
-    return 0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * _SQRT_2_OVER_PI * (
-        1.0 + 3.0 * _CUBIC * x * x)
-
-
 @tf.function(jit_compile=True)
 def _gelu_forward(x):
     x32 = tf.cast(x, tf.float32)
@@ -40,7 +33,11 @@ def _gelu_forward(x):
 
 @tf.function(jit_compile=True)
 def _gelu_gradient(upstream, x):
-    return tf.cast(tf.cast(upstream, tf.float32) * _gelu_slope(tf.cast(x, tf.float32)), upstream.dtype)
+    x32 = tf.cast(x, tf.float32)
+    tanh = _tanh_term(x32)
+    slope = 0.5 * (1.0 + tanh) + 0.5 * x32 * (1.0 - tanh * tanh) * _SQRT_2_OVER_PI * (
+        1.0 + 3.0 * _CUBIC * x32 * x32)
+    return tf.cast(tf.cast(upstream, tf.float32) * slope, upstream.dtype)
 
 
 @tf.custom_gradient
@@ -49,41 +46,11 @@ def gelu(x):
     return _gelu_forward(x), lambda upstream: _gelu_gradient(upstream, x)
 
 
-@tf.function(jit_compile=True)
-def _biased_gelu_forward(x, bias):
-    before = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    return tf.cast(0.5 * before * (1.0 + _tanh_term(before)), x.dtype)
-
-
-@tf.function(jit_compile=True)
-def _biased_gelu_gradient(upstream, x, bias):
-    before = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    gradient = tf.cast(upstream, tf.float32) * _gelu_slope(before)
-    return tf.cast(gradient, x.dtype), tf.cast(tf.reduce_sum(gradient, axis=0), bias.dtype)
-
-
-@tf.custom_gradient
-def biased_gelu(x, bias):
-    """gelu(x + bias) for 2-D x [rows, width] and bias [width]: a product's bias and activation
-    as one kernel, whose gradient also sums the bias's (no separate BiasAddGrad pass)."""
-    return _biased_gelu_forward(x, bias), lambda upstream: _biased_gelu_gradient(upstream, x, bias)
-
-
 def _normalized(x, epsilon):
     """(x - mean) / sqrt(variance + epsilon) over the last axis, and that inverse deviation."""
     centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
     inverse = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
     return centered * inverse, inverse
-
-
-def _layer_norm_backward(upstream, rows, gamma, epsilon):
-    """Gradients of gamma · normalized(rows) + beta over rows [N, width] (float32): of the rows,
-    of gamma and of beta."""
-    normalized, inverse = _normalized(rows, epsilon)
-    scaled = upstream * gamma
-    inputs = inverse * (scaled - tf.reduce_mean(scaled, axis=-1, keepdims=True) - normalized
-                        * tf.reduce_mean(scaled * normalized, axis=-1, keepdims=True))
-    return inputs, tf.reduce_sum(upstream * normalized, axis=0), tf.reduce_sum(upstream, axis=0)
 
 
 @tf.function(jit_compile=True)
@@ -95,10 +62,14 @@ def _layer_norm_forward(x, gamma, beta, epsilon):
 @tf.function(jit_compile=True)
 def _layer_norm_gradient(upstream, x, gamma, epsilon):
     width = x.shape[-1]
-    inputs, gamma_gradient, beta_gradient = _layer_norm_backward(
-        tf.reshape(upstream, [-1, width]), tf.reshape(tf.cast(x, tf.float32), [-1, width]), gamma,
-        epsilon)
-    return tf.cast(tf.reshape(inputs, tf.shape(x)), x.dtype), gamma_gradient, beta_gradient
+    rows = tf.reshape(tf.cast(x, tf.float32), [-1, width])
+    upstream = tf.reshape(upstream, [-1, width])
+    normalized, inverse = _normalized(rows, epsilon)
+    scaled = upstream * gamma
+    inputs = inverse * (scaled - tf.reduce_mean(scaled, axis=-1, keepdims=True) - normalized
+                        * tf.reduce_mean(scaled * normalized, axis=-1, keepdims=True))
+    return (tf.cast(tf.reshape(inputs, tf.shape(x)), x.dtype),
+            tf.reduce_sum(upstream * normalized, axis=0), tf.reduce_sum(upstream, axis=0))
 
 
 def layer_norm(x, gamma, beta, epsilon):
@@ -110,36 +81,6 @@ def layer_norm(x, gamma, beta, epsilon):
                 lambda upstream: _layer_norm_gradient(upstream, x, gamma, epsilon))
 
     return normalize(x, gamma, beta)
-
-
-@tf.function(jit_compile=True)
-def _residual_layer_norm_forward(x, residual, gamma, beta, epsilon):
-    normalized, _ = _normalized(tf.cast(x, tf.float32) + tf.cast(residual, tf.float32), epsilon)
-    return normalized * gamma + beta
-
-
-@tf.function(jit_compile=True)
-def _residual_layer_norm_gradient(upstream, x, residual, gamma, epsilon):
-    width = x.shape[-1]
-    total = tf.cast(x, tf.float32) + tf.cast(residual, tf.float32)
-    inputs, gamma_gradient, beta_gradient = _layer_norm_backward(
-        tf.reshape(upstream, [-1, width]), tf.reshape(total, [-1, width]), gamma, epsilon)
-    inputs = tf.reshape(inputs, tf.shape(x))
-    return (tf.cast(inputs, x.dtype), tf.cast(inputs, residual.dtype), gamma_gradient,
-            beta_gradient)
-
-
-def residual_layer_norm(x, residual, gamma, beta, epsilon):
-    """`layer_norm(x + residual)`, the sum taken in float32 inside the kernel: a sub-layer's
-    (bfloat16 under mixed precision) output, its residual connection and the norm after it
-    in one pass each way, with no casts or sum of their own."""
-
-    @tf.custom_gradient
-    def normalize(x, residual, gamma, beta):
-        return (_residual_layer_norm_forward(x, residual, gamma, beta, epsilon),
-                lambda upstream: _residual_layer_norm_gradient(upstream, x, residual, gamma, epsilon))
-
-    return normalize(x, residual, gamma, beta)
 
 
 def _log_normalizer(logits):

@@ -78,14 +78,6 @@ class LayerNorm(keras.layers.LayerNormalization):
                                     tf.convert_to_tensor(self.beta), self.epsilon)
         return super().call(inputs)
 
-    def of_sum(self, x, residual, training=False):
-        """LayerNorm(x + residual) with the sum in float32 (a sub-layer's output and its residual
-        connection): in training with static shapes one fused kernel each way."""
-        if training and x.shape.is_fully_defined() and residual.shape.is_fully_defined():
-            return fused.residual_layer_norm(x, residual, tf.convert_to_tensor(self.gamma),
-                                             tf.convert_to_tensor(self.beta), self.epsilon)
-        return self(tf.cast(x, tf.float32) + tf.cast(residual, tf.float32))
-
     def checkpoint_variables(self):
         return collections.OrderedDict([("beta", self.beta), ("gamma", self.gamma)])
 
@@ -113,17 +105,11 @@ class Dense(keras.layers.Layer):
 
     def call(self, inputs, training=False):
         if inputs.shape.rank == 2:
-            return self._project(inputs, training)
+            return self._activate(self._add_bias(tf.matmul(inputs, self.kernel)), training)
         # MatMul + BiasAdd (+ activation) on the 2-D view: a pattern oneDNN fuses into one kernel.
-        flat = self._project(tf.reshape(inputs, [-1, self.input_width]), training)
+        flat = self._activate(self._add_bias(tf.matmul(tf.reshape(inputs, [-1, self.input_width]),
+                                                       self.kernel)), training)
         return tf.reshape(flat, tf.concat([tf.shape(inputs)[:-1], [self.output_width]], axis=0))
-
-    def _project(self, rows, training):
-        products = tf.matmul(rows, self.kernel)
-        if (training and self.activation is tanh_gelu and self.bias is not None
-                and products.shape.is_fully_defined()):  # XLA compiles once per shape
-            return fused.biased_gelu(products, tf.convert_to_tensor(self.bias))
-        return self._activate(self._add_bias(products), training)
 
     def _add_bias(self, outputs):
         return outputs if self.bias is None else tf.nn.bias_add(outputs, self.bias)

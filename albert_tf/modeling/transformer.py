@@ -35,10 +35,10 @@ class TransformerBlock(keras.layers.Layer):
 
     def call(self, inputs, input_mask, training=False, packing=None):
         attended = self.attention(inputs, input_mask, training=training, packing=packing)
-        attended = self.attention_layer_norm.of_sum(attended, inputs, training=training)
+        attended = self.attention_layer_norm(tf.cast(attended, tf.float32) + tf.cast(inputs, tf.float32))
         ffn = self.intermediate_output(self.intermediate(attended, training=training))
         ffn = self.output_dropout(ffn, training=training)
-        return self.ffn_layer_norm.of_sum(ffn, attended, training=training)
+        return self.ffn_layer_norm(tf.cast(ffn, tf.float32) + attended)
 
     def checkpoint_variables(self):
         return collections.OrderedDict([
