@@ -2,6 +2,7 @@
 
 import glob
 import os
+import re
 
 import numpy as np
 import pytest
@@ -209,3 +210,28 @@ def test_eta_is_measured_after_the_first_loop_which_includes_tracing(tmp_path, c
             if message.startswith("step ") and "ETA" in message]
     assert etas[0] == "?" and etas[-1] == "0:00:00", etas
     assert etas[1] in ("0:00:00", "0:00:01"), etas
+
+
+@pytest.mark.parametrize("enable_xla", [False, True])
+def test_autograph_rewrites_only_the_step_loop_not_the_model_loss_or_optimizer(
+        tmp_path, caplog, enable_xla):
+    """Rewriting the model's, loss's and optimizer's source cost 2-3 s of each process's first
+    step. At verbosity 3 AutoGraph logs each call of a rewritten function ("Calling <function
+    ...tf__<name>"), whether it was rewritten now or earlier in this process."""
+    task = training_toys.ToyTask()
+    trainer = _trainer(tmp_path, task=task, num_train_steps=3, enable_xla=enable_xla)
+    tf.autograph.set_verbosity(3)
+    try:
+        with caplog.at_level("INFO"):
+            trainer.train()
+            trainer.evaluate(batch_size=16, max_steps=2)
+    finally:
+        tf.autograph.set_verbosity(0)
+    rewritten = set()
+    for record in caplog.records:
+        match = re.match(r"Calling <function .*\.tf__(\w+) at ", record.getMessage())
+        if match:
+            rewritten.add(match.group(1))
+    assert "_train_loop" in rewritten and "_train_step" in rewritten, rewritten
+    assert not rewritten & {"call", "per_example_loss", "compute_loss", "_micro_batch_gradients",
+                            "_eval_step", "replica_fn", "apply", "update_step"}, rewritten

@@ -151,11 +151,15 @@ class Trainer:
             config.output_dir, self.variables_by_name, self.optimizer,
             keep_checkpoint_max=config.keep_checkpoint_max, is_chief=self.is_chief,
             state_variables=self._unnamed_state(), strategy=strategy)
-        self._forward_backward = self._micro_batch_gradients
+        # The model, the loss and the optimizer are traced as written: they branch on nothing
+        # but Python values, and AutoGraph rewriting their source cost 2-3 s of every process's
+        # first step. Only the step loop (`tf.range`, `break`) and accumulation need it.
+        self._forward_backward = tf.autograph.experimental.do_not_convert(self._micro_batch_gradients)
         if config.enable_xla:
-            self._forward_backward = tf.function(self._micro_batch_gradients, jit_compile=True)
+            self._forward_backward = tf.function(self._micro_batch_gradients, jit_compile=True,
+                                                 autograph=False)
         self._train_loop_fn = tf.function(self._train_loop)
-        self._eval_step_fn = tf.function(self._eval_step, reduce_retracing=True)
+        self._eval_step_fn = tf.function(self._eval_step, reduce_retracing=True, autograph=False)
         self._summary_writer = None
         self._eval_summary_writer = None
 
@@ -231,7 +235,7 @@ class Trainer:
             gradients = [None if g is None else
                          tf.where(non_finite_replicas == 0.0, g, tf.fill(tf.shape(g), np.nan))
                          for g in gradients]
-        self._update_optimizer.apply(gradients, variables)
+        tf.autograph.experimental.do_not_convert(self._update_optimizer.apply)(gradients, variables)
         return context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
 
     def _train_loop(self, iterator, num_steps):

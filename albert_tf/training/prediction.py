@@ -40,7 +40,7 @@ def aggregate(task, model, dataset, strategy=None, what="Evaluating"):
         outputs = as_float32(task.call_model(model, batch, training=False))
         return task.eval_step_outputs(batch, outputs)
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def step(batch):
         outputs = strategy.run(replica_fn, args=(batch,))
         return tf.nest.map_structure(lambda value: strategy.gather(value, axis=0), outputs)
