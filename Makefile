@@ -7,13 +7,16 @@ DATA := data
 
 .PHONY: setup data lint test test-fast test-hf5 demo demo-ci paper serve bench clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-test-references.txt pyproject.toml
 	@echo "== creating $(VENV)/ (Python virtual environment)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	@echo "== upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
 	@echo "== installing requirements-dev.txt: TensorFlow, PyTorch (CPU) and the rest, pinned (about 2 minutes)"
 	$(PY) -m pip install --progress-bar off -r requirements-dev.txt
+	@echo "== installing requirements-test-references.txt into $(VENV)/test-references/ (the tests' path only)"
+	rm -rf $(VENV)/test-references
+	$(PY) -m pip install --quiet --no-deps --target $(VENV)/test-references -r requirements-test-references.txt
 	@echo "== installing albert_tf itself, editable: importable from any directory with .venv/bin/python"
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@

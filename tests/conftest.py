@@ -5,6 +5,9 @@ import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# scikit-learn, a reference some tests compare against, lives outside the environment (see
+# requirements-test-references.txt): on this process's path, not on the scripts' it starts.
+sys.path.append(os.path.join(sys.prefix, "test-references"))
 
 import pytest
 

@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_python
 
 
 def _pyproject():
@@ -110,3 +110,13 @@ def test_make_setup_installs_the_package_importable_from_any_directory(tmp_path)
         timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == os.path.join(REPO_ROOT, "albert_tf", "config.py")
+
+
+def test_test_references_are_on_the_tests_path_only():
+    """scikit-learn (requirements-test-references.txt) is importable in this pytest process, and
+    the scripts the tests start import Keras without it, as from a `requirements.txt` install."""
+    import sklearn.metrics
+    assert os.path.join(sys.prefix, "test-references") in sklearn.metrics.__file__
+    result = run_python(["-c", "import sys, keras; print(sorted(m for m in sys.modules "
+                                "if m.split('.')[0] in ('sklearn', 'joblib')))"])
+    assert result.stdout.strip() == "[]", result.stdout
