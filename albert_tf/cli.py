@@ -13,7 +13,9 @@ a bug and keeps its traceback. Tests call a script's `run(flag_values)` in-proce
 `absl.flags.FlagValues` and assert on `UserInputError`.
 """
 
+import atexit
 import dataclasses
+import gc
 import inspect
 import math
 import os
@@ -47,6 +49,11 @@ _MISSING = re.compile(r"not found|does not exist|matched no file|no such")
 def run(main, argv=None):
     """`absl.app.run(main)`, with `UserInputError` (and `app.UsageError`) as a one-line error,
     and exit status 0 after `--help` (absl exits 1 after printing the help it was asked for)."""
+
+    # Python's last garbage collections walk every object TensorFlow and Keras made: about 1 s
+    # of each script's exit (0.8-1.0 s after `import tensorflow` alone). Frozen, they are left to
+    # the end of the process; nothing of ours needs a collector to flush or close it.
+    atexit.register(gc.freeze)
 
     def guarded_main(args):
         try:

@@ -177,3 +177,17 @@ def test_scripts_log_info_by_default_and_details_at_v1(tmp_path, argv, expected)
     result = subprocess.run([sys.executable, str(tmp_path / "tool.py"), *argv], capture_output=True,
                             text=True, timeout=120, cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=REPO_ROOT))
     assert result.stdout.strip() == expected, result.stderr[-2000:]
+
+
+def test_a_script_freezes_its_objects_before_python_s_final_collections(tmp_path):
+    """Handlers run last-registered first: one registered before `cli.run` runs after cli's own
+    and sees the objects frozen, so the interpreter's final collections skip them."""
+    result = _script(tmp_path, """
+        import atexit, gc
+        atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0, flush=True))
+        from albert_tf import cli
+        print("frozen while running:", gc.get_freeze_count() > 0, flush=True)
+        cli.run(lambda argv: 0)
+        """)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["frozen while running: False", "frozen at exit: True"]
