@@ -52,7 +52,9 @@ def run(main, argv=None):
 
     # Python's last garbage collections walk every object TensorFlow and Keras made: about 1 s
     # of each script's exit (0.8-1.0 s after `import tensorflow` alone). Frozen, they are left to
-    # the end of the process; nothing of ours needs a collector to flush or close it.
+    # the end of the process; nothing of ours needs a collector to flush or close it. Once per
+    # process, however many times a test calls `run` in it.
+    atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
 
     def guarded_main(args):
