@@ -44,10 +44,10 @@ def test_evaluation_and_prediction_read_their_data_without_autotuning(tmp_path, 
         seen.append(untuned.options().autotune.enabled)
         return untuned
 
-    monkeypatch.setattr(pipeline_options, "without_autotune", recording)
     task = _CountingTask()
     trainer = loop.Trainer(task, tf.distribute.get_strategy(),
                            training_toys._config(str(tmp_path), num_train_steps=4))
+    monkeypatch.setattr(pipeline_options, "without_autotune", recording)
     results = trainer.evaluate(batch_size=64, max_steps=2)
     assert seen == [False] and np.isfinite(results["loss"])
     scored = prediction.aggregate(task, trainer.model,

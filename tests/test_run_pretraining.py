@@ -313,7 +313,9 @@ def test_seed_makes_two_runs_train_the_same_weights(records, tmp_path):
 def test_two_cpu_replicas_train_as_one_and_resume_exactly(records, tmp_path):
     """--cpu_replicas=2 (MirroredStrategy over 2 logical CPUs, half the global batch each) logs
     the losses and writes the weights of one replica at the same global batch; rewound to
-    model.ckpt-2, as a run killed after it leaves it, the same command ends on the same bytes."""
+    model.ckpt-2, as a run killed after it leaves it, the same command restores its input
+    position (the replicas read one ordinary tf.data iterator, saved with checkpoints) and ends
+    on the same bytes."""
     common = ("--do_train", "--seed=7", "--train_batch_size=8", "--num_train_steps=4",
               "--num_warmup_steps=0", "--learning_rate=0.005", "--save_checkpoints_steps=2",
               "--iterations_per_loop=1")
@@ -340,6 +342,7 @@ def test_two_cpu_replicas_train_as_one_and_resume_exactly(records, tmp_path):
     checkpoints.write_checkpoint_state(str(output_dir), str(output_dir / "model.ckpt-2"))
     log = run_python(_command(records, output_dir, *common, "--cpu_replicas=2")).stderr
     assert re.search(r"Resumed from \S+model\.ckpt-2: global_step 2", log)
+    assert re.search(r"Input position restored from \S+step-2", log)
     again = checkpoints.read_tensors(str(output_dir / "model.ckpt-4"))
     assert [name for name, value in runs[2]["final"].items()
             if value.tobytes() != again[name].tobytes()] == []

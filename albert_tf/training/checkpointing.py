@@ -8,8 +8,9 @@ run resumes with the same step, learning rate (a function of the step) and slots
 Exact resume: what else the rest of the run depends on is saved beside it, in
 `train_state/step-<step>` (a `tf.train.Checkpoint` bundle, so the original-layout files stay as
 they were): the variables the original layout has no name for (the dropout layers' Keras
-seed-generator states, a float16 loss scale) and, on one device, the training input's `tf.data`
-iterator (shuffle buffer, length-bucket windows, prefetched batches). Under MirroredStrategy,
+seed-generator states, a float16 loss scale) and, on one device or on logical CPUs of one host
+(`--cpu_replicas`, `replica_input`), the training input's `tf.data` iterator (shuffle buffer,
+length-bucket windows, prefetched batches). Under MirroredStrategy over devices of their own,
 TPU or multi-worker training the distributed iterator cannot be checkpointed (a TensorFlow
 limit); the resumed run skips the batches of the steps done instead, the same position when
 the input is deterministic (seeded). A run killed after `model.ckpt-N` and started again with
@@ -40,6 +41,7 @@ import tensorflow as tf
 
 from albert_tf import checkpoints, errors
 from albert_tf.files import io_utils
+from albert_tf.training import replica_input
 
 CHECKPOINT_PREFIX = "model.ckpt"
 TRAIN_STATE_DIR = "train_state"
@@ -292,8 +294,8 @@ class CheckpointManager:
         """`make_iterator(skip_steps)` at the input position of the restored checkpoint (if
         any); the iterator is saved with every checkpoint from now on.
 
-        The saved iterator state is restored where iterators can be checkpointed (one device).
-        A multi-device iterator (MirroredStrategy, TPU, multi-worker) cannot be: the input
+        The saved iterator state is restored where iterators can be checkpointed (one device,
+        logical CPUs). A multi-device iterator (GPUs, TPU, multi-worker) cannot be: the input
         skips the batches of the restored steps instead, the same position when the pipeline
         is deterministic (seeded shuffles)."""
         step = self._resumed_step
@@ -325,10 +327,13 @@ class CheckpointManager:
 
 
 def iterators_checkpointable(strategy):
-    """Whether `tf.train.Checkpoint` can save this strategy's distributed-dataset iterators
-    (one device: a tf.data iterator; several devices: a multi-device iterator, which cannot).
-    Probed on a dataset without random ops, so no shuffle seed is drawn."""
-    probe = strategy.distribute_datasets_from_function(lambda _: tf.data.Dataset.range(1))
+    """Whether `tf.train.Checkpoint` can save this strategy's training iterators (one device
+    or logical CPUs of one host: a tf.data iterator; devices of their own: a multi-device
+    iterator, which cannot). Probed on a dataset without random ops, so no shuffle seed is
+    drawn."""
+    probe = replica_input.ReplicaInput(strategy).datasets_from_function(
+        lambda unused_context, batch_size: tf.data.Dataset.range(batch_size).batch(batch_size),
+        strategy.num_replicas_in_sync)
     return isinstance(iter(probe), tf.__internal__.tracking.Trackable)
 
 

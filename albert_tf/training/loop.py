@@ -40,7 +40,7 @@ from tensorflow.core.framework import summary_pb2
 from albert_tf import errors, progress
 from albert_tf.files import io_utils, output_lock
 from albert_tf.training import optimization
-from albert_tf.training import checkpointing, pipeline_options, prediction, strategy as strategy_lib
+from albert_tf.training import checkpointing, prediction, replica_input, strategy as strategy_lib
 
 PRECISION_POLICIES = {
     "float32": "float32", "mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"}
@@ -125,6 +125,7 @@ class Trainer:
     def __init__(self, task, strategy, config):
         config.validate(strategy.num_replicas_in_sync)
         self.task, self.strategy, self.config = task, strategy, config
+        self._input = replica_input.ReplicaInput(strategy)
         self.is_chief = strategy_lib.is_chief(strategy)
         with precision_policy(config.precision), strategy.scope():
             self.model = task.build_model(strategy)
@@ -244,7 +245,7 @@ class Trainer:
         loss_sum = tf.constant(0.0)
         bad_loss = tf.constant(0.0)
         for _ in tf.range(num_steps):
-            per_replica = self.strategy.run(self._train_step, args=(next(iterator),))
+            per_replica = self._input.run(self._train_step, next(iterator))
             loss = self.strategy.experimental_local_results(per_replica)[0]
             if not tf.math.is_finite(loss):
                 bad_loss = loss
@@ -254,15 +255,14 @@ class Trainer:
         return steps_done, loss_sum, bad_loss
 
     def _train_dataset(self, skip_steps=0):
-        def dataset_fn(input_context):
-            per_replica = input_context.get_per_replica_batch_size(self.config.train_batch_size)
-            dataset = self.task.train_dataset(input_context, per_replica)
+        def dataset_fn(input_context, batch_size):
+            dataset = self.task.train_dataset(input_context, batch_size)
             if skip_steps:  # resume without a checkpointable iterator: drop what was consumed
                 replicas = (input_context.num_replicas_in_sync
                             // input_context.num_input_pipelines)
                 dataset = dataset.skip(skip_steps * replicas)
-            return pipeline_options.without_autotune(dataset)
-        return self.strategy.distribute_datasets_from_function(dataset_fn)
+            return dataset
+        return self._input.datasets_from_function(dataset_fn, self.config.train_batch_size)
 
     def restore_or_initialize(self):
         """Resume from the latest checkpoint in output_dir, else warm start from init_checkpoint."""
@@ -396,7 +396,7 @@ class Trainer:
             loss = self.task.compute_loss(features, outputs, normalizers)
             self.task.update_metrics(self.eval_metrics, features, outputs)
             return context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
-        per_replica = self.strategy.run(replica_fn, args=(features,))
+        per_replica = self._input.run(replica_fn, features)
         return self.strategy.experimental_local_results(per_replica)[0]
 
     def evaluate(self, batch_size, max_steps=None):
@@ -405,10 +405,7 @@ class Trainer:
         `loss` is the mean of the per-batch losses (as the original's estimator); the task's
         metrics accumulate over all examples; `global_step` is the weights' step.
         """
-        def dataset_fn(input_context):
-            per_replica = input_context.get_per_replica_batch_size(batch_size)
-            return pipeline_options.without_autotune(self.task.eval_dataset(input_context, per_replica))
-        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
+        dataset = self._input.datasets_from_function(self.task.eval_dataset, batch_size)
         for metric in self.eval_metrics.values():
             metric.reset_state()
         losses = []

@@ -14,7 +14,7 @@ strategy, and progress (batches, rate, ETA) is logged the same way.
 import tensorflow as tf
 
 from albert_tf import progress
-from albert_tf.training import pipeline_options
+from albert_tf.training import replica_input
 
 
 def as_float32(structure, keep=()):
@@ -35,6 +35,7 @@ def aggregate(task, model, dataset, strategy=None, what="Evaluating"):
     `model` under `strategy` (default: the current one); reduce it with
     `task.reduce_aggregated_logs` or the task's own prediction writer."""
     strategy = strategy or tf.distribute.get_strategy()
+    inputs = replica_input.ReplicaInput(strategy)
 
     def replica_fn(batch):
         outputs = as_float32(task.call_model(model, batch, training=False))
@@ -42,13 +43,13 @@ def aggregate(task, model, dataset, strategy=None, what="Evaluating"):
 
     @tf.function(reduce_retracing=True, autograph=False)
     def step(batch):
-        outputs = strategy.run(replica_fn, args=(batch,))
+        outputs = inputs.run(replica_fn, batch)
         return tf.nest.map_structure(lambda value: strategy.gather(value, axis=0), outputs)
 
     cardinality = int(dataset.cardinality())
     batches = progress.ProgressLog(what, cardinality if cardinality > 0 else None, unit="batches")
     state = None
-    for batch in strategy.experimental_distribute_dataset(pipeline_options.without_autotune(dataset)):
+    for batch in inputs.distribute_dataset(dataset):
         state = task.aggregate_logs(state, {name: value.numpy()
                                             for name, value in step(batch).items()})
         batches.advance()
