@@ -16,7 +16,6 @@
 """
 
 import collections
-import glob
 import os
 import re
 import sys
@@ -25,12 +24,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import bench_dynamic_length  # noqa: E402  the serving benchmark's data, model and requests
+import kernel_trace  # noqa: E402
 import machine  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.export import classifier as classifier_export  # noqa: E402
@@ -104,23 +103,12 @@ def op_profile(loaded, requests, log_dir):
         function(**call)
     wall = (time.perf_counter() - start) * 1000.0 / len(calls)
     tf.profiler.experimental.stop()
-    space = xplane_pb2.XSpace()
-    with open(glob.glob(os.path.join(log_dir, "**", "*.xplane.pb"), recursive=True)[-1], "rb") as f:
-        space.ParseFromString(f.read())
     by_op, by_part = collections.Counter(), collections.Counter()
-    for plane in space.planes:
-        for line in plane.lines:
-            if not line.name.startswith("tf_Compute"):
-                continue
-            for event in line.events:
-                name = plane.event_metadata[event.metadata_id].name
-                if ":" not in name or "::" in name:  # the executor's bookkeeping, not a kernel
-                    continue
-                node, op_type = name.rsplit(":", 1)
-                milliseconds = event.duration_ps / 1e9 / len(calls)
-                by_op[op_type] += milliseconds
-                by_part[next((part for pattern, part in PARTS if re.search(pattern, node)),
-                             "other (head, checks, outputs)")] += milliseconds
+    for _, node, op_type, milliseconds in kernel_trace.kernel_events(log_dir, "tf_Compute"):
+        milliseconds /= len(calls)
+        by_op[op_type] += milliseconds
+        by_part[next((part for pattern, part in PARTS if re.search(pattern, node)),
+                     "other (head, checks, outputs)")] += milliseconds
     return by_op, by_part, wall
 
 
