@@ -37,7 +37,9 @@ _PRODUCTS = ("MatMul", "BatchMatMul")
 def kind(node, op_type):
     if any(product in op_type for product in _PRODUCTS):
         return "products"
-    if "Xla" in op_type:
+    if op_type.startswith("Collective"):
+        return "collectives (sums over replicas, with the wait for the other one)"
+    if op_type == "XlaExecutable":
         return "XLA-compiled kernels (GELU, LayerNorm, masked-LM loss)"
     if "/lamb/" in node or "/adam" in node.lower() or "clip_by_global_norm" in node:
         return "optimizer (clipping, LAMB)"
@@ -73,23 +75,24 @@ def main(_):
         by_op, by_kind = collections.Counter(), collections.Counter()
         count_op, count_kind = collections.Counter(), collections.Counter()
         for _, node, op_type, milliseconds in kernel_trace.kernel_events(log_dir):
-            if node.startswith("__inference"):  # the whole tf.function, not a kernel
-                continue
             by_op[op_type] += milliseconds / FLAGS.steps
             count_op[op_type] += 1 / FLAGS.steps
             by_kind[kind(node, op_type)] += milliseconds / FLAGS.steps
             count_kind[kind(node, op_type)] += 1 / FLAGS.steps
     dtype = tf.bfloat16 if precision == "mixed_bfloat16" else tf.float32
-    rate = bench_pretraining_step.tf_matmul_rate(dtype)
+    # Measured under this process's thread settings (one intra-op thread per replica with
+    # --cpu_replicas), then per thread: the kernels' times below are thread times.
+    intra_threads = tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count()
+    thread_rate = bench_pretraining_step.tf_matmul_rate(dtype) / intra_threads
     flops = bench_pretraining_step.model_flops_per_step(config, batch, seq, predictions)
-    threads = len(os.sched_getaffinity(0))  # the rate and the wall time are of all cores
+    cores = len(os.sched_getaffinity(0))
     print(f"wall ms/step: {unprofiled:.1f} unprofiled, {profiled:.1f} profiled; kernel ms/step "
-          f"(all threads): {sum(by_op.values()):.1f} of {threads} x {profiled:.1f} = "
-          f"{threads * profiled:.1f}; kernels/step {sum(count_op.values()):.0f}")
-    print(f"products: {flops / 1e9:.1f} GFLOP a step, at the {dtype.name} product rate measured "
-          f"here ({rate / 1e9:.0f} GFLOP/s on all cores) {flops / rate * 1000:.1f} ms of wall "
-          f"time; their kernels took {by_kind['products']:.1f} ms of thread time, "
-          f"{100 * flops / rate * 1000 * threads / max(by_kind['products'], 1e-9):.0f}% of that rate")
+          f"(all threads): {sum(by_op.values()):.1f} of {cores} cores x {profiled:.1f} = "
+          f"{cores * profiled:.1f}; kernels/step {sum(count_op.values()):.0f}")
+    print(f"products: {flops / 1e9:.1f} GFLOP a step, {flops / thread_rate * 1000:.1f} ms of one "
+          f"thread at the {dtype.name} product rate measured here ({thread_rate / 1e9:.0f} "
+          f"GFLOP/s a thread); their kernels took {by_kind['products']:.1f} ms of thread time, "
+          f"{100 * flops / thread_rate * 1000 / max(by_kind['products'], 1e-9):.0f}% of that rate")
     print("\n| kind | ms/step (all threads) | kernels/step |\n|---|---:|---:|")
     for name, milliseconds in by_kind.most_common():
         print(f"| {name} | {milliseconds:.1f} | {count_kind[name]:.0f} |")

@@ -29,17 +29,20 @@ def replica_fn(rows):
 @tf.function
 def step(batch):
     rows = inputs.run(replica_fn, batch)
-    return (strategy.gather(rows["x"], axis=0),
-            [tf.shape(part["x"])[0] for part in strategy.experimental_local_results(rows)])
+    parts = strategy.experimental_local_results(rows)
+    return (strategy.gather(rows["x"], axis=0), [tf.shape(part["x"])[0] for part in parts],
+            [part["scale"] for part in parts])
 
-def make(unused_context, batch_size):
-    return tf.data.Dataset.range(10).map(lambda i: {"x": tf.fill([3], i)}).batch(batch_size)
+def make(unused_context, batch_size, drop_remainder=False):
+    batches = tf.data.Dataset.range(10).map(lambda i: {"x": tf.fill([3], i)}).batch(
+        batch_size, drop_remainder=drop_remainder)
+    return batches.map(lambda batch: dict(batch, scale=tf.constant(3)))  # one value per batch
 
 dataset = inputs.datasets_from_function(make, 4)
 iterator = iter(dataset)
 batches = [step(batch) for batch in iterator]
 static = inputs.datasets_from_function(
-    lambda context, size: make(context, size).unbatch().batch(size, drop_remainder=True), 4)
+    lambda context, size: make(context, size, drop_remainder=True), 4)
 traced = {}
 for name, spec in (("static_size", static.element_spec), ("unknown_size", dataset.element_spec)):
     del shapes[:]
@@ -50,8 +53,9 @@ print("RESULT " + json.dumps({
     "plain_dataset": isinstance(dataset, tf.data.Dataset),
     "autotune": dataset.options().autotune.enabled,
     "checkpointable": isinstance(iterator, tf.__internal__.tracking.Trackable),
-    "gathered": [gathered.numpy()[:, 0].tolist() for gathered, _ in batches],
-    "rows_per_replica": [[int(n) for n in counts] for _, counts in batches],
+    "gathered": [gathered.numpy()[:, 0].tolist() for gathered, _, _ in batches],
+    "rows_per_replica": [[int(n) for n in counts] for _, counts, _ in batches],
+    "scales": [[int(n) for n in scales] for _, _, scales in batches],
     "traced": traced}))
 """
 
@@ -67,6 +71,7 @@ def test_two_logical_cpus_take_their_blocks_of_one_iterators_batches():
     # The replicas' rows, gathered in replica order, are the batch in its own order.
     assert result["gathered"] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert result["rows_per_replica"] == [[2, 2], [2, 2], [1, 1]]
+    assert result["scales"] == [[3, 3]] * 3  # a value of the whole batch: every replica reads it
     # Batches of unknown size trace with an unknown row count; batches of static size 4
     # (drop_remainder, as in training) with two rows each: the training kernels need that.
     assert result["traced"] == {"unknown_size": [[None, 3], [None, 3]],

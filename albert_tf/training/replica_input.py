@@ -79,6 +79,8 @@ def _replica_rows(batch):
     replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
 
     def rows(tensor):
+        if tensor.shape.rank == 0:  # not batched: every replica reads it
+            return tensor
         size = tensor.shape[0]
         if size is not None and size % replicas == 0:
             share = size // replicas
