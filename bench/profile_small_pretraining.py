@@ -4,7 +4,8 @@ stands between the step and the CPU's product rate).
 One setting of bench_small_pretraining.py (`precision[+Ncpu]`, e.g. the demo's
 `mixed_bfloat16+2cpu`), fed from memory: the unprofiled wall time of `--steps` steps, then a
 `tf.profiler` trace of as many, its kernel time summed by op type and by kind (products,
-XLA-compiled kernels, the optimizer, the rest), with the number of kernels a step runs. The
+XLA-compiled kernels, collectives, the optimizer, the rest), with the number of kernels a step
+runs. The
 products' share is also given as a fraction of the product rate measured in the same process.
 With N replicas the kernels of all of them add up (N threads' worth a step).
 
@@ -77,8 +78,9 @@ def main(_):
         for _, node, op_type, milliseconds in kernel_trace.kernel_events(log_dir):
             by_op[op_type] += milliseconds / FLAGS.steps
             count_op[op_type] += 1 / FLAGS.steps
-            by_kind[kind(node, op_type)] += milliseconds / FLAGS.steps
-            count_kind[kind(node, op_type)] += 1 / FLAGS.steps
+            part = kind(node, op_type)
+            by_kind[part] += milliseconds / FLAGS.steps
+            count_kind[part] += 1 / FLAGS.steps
     dtype = tf.bfloat16 if precision == "mixed_bfloat16" else tf.float32
     # Measured under this process's thread settings (one intra-op thread per replica with
     # --cpu_replicas), then per thread: the kernels' times below are thread times.

@@ -9,9 +9,9 @@ of `global / replicas` rows; a short last batch in blocks of ceil(rows / replica
 replicas may get fewer rows or none). Why not the distributed dataset there:
 - tf.distribute's multi-device iterator builds a dataset per device with default options, so
   each runs tf.data's autotuning thread, and the iterator's destructor waits for those
-  threads: 14–16 s at the end of training in 2 of 7 runs of the demo's pretraining (the
-  pipelines here run without autotuning, `pipeline_options`; these per-device datasets could
-  not be given that option).
+  threads: 14–16 s at the end of training in 2 of 7 short pretraining runs at the demo's
+  settings (the pipelines here run without autotuning, `pipeline_options`; these per-device
+  datasets could not be given that option).
 - An ordinary iterator is saved with every checkpoint, so a resumed run restores its input
   position instead of skipping the batches done.
 - The replicas see exactly one device's batches (the same rows in the same order), whatever
