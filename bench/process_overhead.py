@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags  # noqa: E402
 
 from albert_tf.demo import precision_choice, steps  # noqa: E402
+import demo_fine_tuning  # noqa: E402
 
 flags.DEFINE_string("demo_output", None, "A finished `make demo` output directory.")
 flags.DEFINE_string("baseline_tree", None, "A directory holding an earlier `albert_tf/`.")
@@ -45,26 +46,17 @@ FLAGS = flags.FLAGS
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def fine_tuning_command(demo, output_dir):
-    return [sys.executable, "-m", "albert_tf.scripts.run_classifier", "--task_name=sst-2",
-            f"--data_dir={demo}/glue", f"--albert_config_file={demo}/albert_config.json",
-            f"--spm_model_file={demo}/vocab/spm.model", f"--output_dir={output_dir}",
-            f"--cached_dir={demo}/glue_cache", "--do_train", "--do_eval", "--seed=1",
-            "--max_seq_length=64", "--train_batch_size=32", "--eval_batch_size=64",
-            "--learning_rate=1e-4", f"--train_step={FLAGS.train_step}", "--warmup_step=50",
-            f"--save_checkpoints_steps={FLAGS.train_step}", "--iterations_per_loop=50",
-            "--precision=mixed_bfloat16", f"--init_checkpoint={demo}/pretraining"]
-
-
 def run_once(python_path, scratch):
     """(seconds, dev accuracy) of one process importing albert_tf from `python_path`."""
     output_dir = os.path.join(scratch, "run")
     shutil.rmtree(output_dir, ignore_errors=True)
     env = dict(os.environ, **steps.ONE_THREAD, PYTHONPATH=os.pathsep.join(python_path),
                TF_CPP_MIN_LOG_LEVEL="2")
+    command = [sys.executable, "-m", "albert_tf.scripts.run_classifier",
+               *demo_fine_tuning.classifier_flags(os.path.abspath(FLAGS.demo_output), output_dir,
+                                                  FLAGS.train_step)]
     start = time.perf_counter()
-    result = subprocess.run(fine_tuning_command(os.path.abspath(FLAGS.demo_output), output_dir),
-                            cwd=scratch, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         raise RuntimeError(f"run_classifier failed ({result.returncode}):\n{result.stderr[-3000:]}")
