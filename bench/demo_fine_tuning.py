@@ -2,6 +2,9 @@
 reviews) over a finished demo output directory: what the fine-tuning benchmarks run."""
 
 
+import sys
+
+
 def classifier_flags(demo, output_dir, train_step):
     """run_classifier.py's flags: the demo's, with `train_step` steps and one evaluation."""
     return ["--task_name=sst-2", f"--data_dir={demo}/glue",
@@ -12,3 +15,9 @@ def classifier_flags(demo, output_dir, train_step):
             "--learning_rate=1e-4", f"--train_step={train_step}", "--warmup_step=50",
             f"--save_checkpoints_steps={train_step}", "--iterations_per_loop=50",
             "--precision=mixed_bfloat16", f"--init_checkpoint={demo}/pretraining"]
+
+
+def classifier_command(demo, output_dir, train_step):
+    """The same run as a fresh `run_classifier` process of this Python."""
+    return [sys.executable, "-m", "albert_tf.scripts.run_classifier",
+            *classifier_flags(demo, output_dir, train_step)]

@@ -35,9 +35,8 @@ FLAGS = flags.FLAGS
 
 
 def run_one(output_dir):
-    command = [sys.executable, "-m", "albert_tf.scripts.run_classifier",
-               *demo_fine_tuning.classifier_flags(os.path.abspath(FLAGS.demo_output), output_dir,
-                                                  FLAGS.train_step)]
+    command = demo_fine_tuning.classifier_command(os.path.abspath(FLAGS.demo_output), output_dir,
+                                                  FLAGS.train_step)
     env = dict(os.environ, **steps.ONE_THREAD, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:

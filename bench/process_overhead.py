@@ -52,9 +52,8 @@ def run_once(python_path, scratch):
     shutil.rmtree(output_dir, ignore_errors=True)
     env = dict(os.environ, **steps.ONE_THREAD, PYTHONPATH=os.pathsep.join(python_path),
                TF_CPP_MIN_LOG_LEVEL="2")
-    command = [sys.executable, "-m", "albert_tf.scripts.run_classifier",
-               *demo_fine_tuning.classifier_flags(os.path.abspath(FLAGS.demo_output), output_dir,
-                                                  FLAGS.train_step)]
+    command = demo_fine_tuning.classifier_command(os.path.abspath(FLAGS.demo_output), output_dir,
+                                                  FLAGS.train_step)
     start = time.perf_counter()
     result = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
