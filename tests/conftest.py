@@ -9,6 +9,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # requirements-test-references.txt): on this process's path, not on the scripts' it starts.
 sys.path.append(os.path.join(sys.prefix, "test-references"))
 
+from absl import logging as absl_logging
 import pytest
 
 from albert_tf.demo import data_sources
@@ -41,6 +42,17 @@ def run_python(args, check=True, timeout=900):
     if check and result.returncode != 0:
         raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stderr[-5000:]}")
     return result
+
+
+@pytest.fixture(autouse=True)
+def absl_logger_level_restored():
+    """A test that sets absl's verbosity (or runs a script's main in this process) must not
+    change what the next test's `caplog` sees: tests run in any order, two at a time under
+    `make test`."""
+    logger = absl_logging.get_absl_logger()
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 @pytest.fixture(scope="session")

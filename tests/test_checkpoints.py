@@ -275,14 +275,10 @@ def test_load_logs_one_line_and_the_variable_list_only_at_verbosity_1(tmp_path, 
     source = {"bert/embeddings/word_embeddings": tf.Variable(tf.ones([3, 2]))}
     checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), source)
     target = {"bert/embeddings/word_embeddings": tf.Variable(tf.zeros([3, 2]))}
-    previous = absl_logging.get_verbosity()
-    try:
-        for verbosity, expected_lines in ((absl_logging.INFO, 1), (absl_logging.DEBUG, 2)):
-            absl_logging.set_verbosity(verbosity)
-            caplog.clear()
-            with caplog.at_level(1, logger="absl"):
-                checkpoints.load_into(target, str(tmp_path))
-            (message,) = [r.getMessage() for r in caplog.records if "Loaded 1 variables" in r.getMessage()]
-            assert len(message.splitlines()) == expected_lines, message
-    finally:
-        absl_logging.set_verbosity(previous)
+    for verbosity, expected_lines in ((absl_logging.INFO, 1), (absl_logging.DEBUG, 2)):
+        absl_logging.set_verbosity(verbosity)  # conftest restores the level after the test
+        caplog.clear()
+        with caplog.at_level(1, logger="absl"):
+            checkpoints.load_into(target, str(tmp_path))
+        (message,) = [r.getMessage() for r in caplog.records if "Loaded 1 variables" in r.getMessage()]
+        assert len(message.splitlines()) == expected_lines, message

@@ -134,7 +134,8 @@ def test_make_test_fetches_the_data_once_and_ends_on_the_main_suite():
     lines = subprocess.run(["make", "-n", "test"], cwd=REPO_ROOT, capture_output=True, env=env,
                            text=True, check=True, timeout=60).stdout.splitlines()
     assert sum("albert_tf.demo.data_sources" in line for line in lines) == 1, lines
-    assert lines[-1] == ".venv/bin/python -m pytest -q --durations=25 tests", lines[-3:]
+    assert lines[-1] == (".venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=25 "
+                         "tests"), lines[-3:]
     assert any(line.startswith(".venv-hf5/bin/python -m pytest") for line in lines[:-1])
 
 
@@ -393,3 +394,23 @@ def test_slow_tests_are_named_as_they_start_under_q(tmp_path):
     assert lines[:2] == [".", "[0:00] slow: test_mix.py::test_long"], lines
     assert re.fullmatch(r"3 passed in [\d.]+s", lines[-1]), lines[-1]
     assert "own output" not in result.stdout  # the tests' own output stays captured
+
+
+def test_slow_tests_are_named_under_two_xdist_workers(tmp_path):
+    """`make test` runs two pytest-xdist workers: the controller names each slow test once,
+    as its setup ends in a worker, and no fast one; pytest's summary is still the last line."""
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.slow_progress"]\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: slow\n")
+    for module in ("a", "b"):
+        (tmp_path / f"test_{module}.py").write_text(
+            "import pytest\n\ndef test_quick():\n    pass\n\n\n"
+            f"@pytest.mark.slow\ndef test_long_{module}():\n    pass\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist",
+                             "loadfile"], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=REPO_ROOT), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    named = sorted(line.split("] ", 1)[1] for line in lines if "slow:" in line)
+    assert named == ["slow: test_a.py::test_long_a", "slow: test_b.py::test_long_b"], lines
+    assert re.fullmatch(r"4 passed in [\d.]+s", lines[-1]), lines[-1]
