@@ -46,9 +46,9 @@ def run_python(args, check=True, timeout=900):
 
 @pytest.fixture(autouse=True)
 def absl_logger_level_restored():
-    """A test that sets absl's verbosity (or runs a script's main in this process) must not
-    change what the next test's `caplog` sees: tests run in any order, two at a time under
-    `make test`."""
+    """A test that sets absl's verbosity leaves the next one the level it found: tests run in
+    any order under `make test`'s two workers. (Flags parsed in this process by a module
+    fixture still set it: a test reading absl's INFO lines sets `caplog`'s level on "absl".)"""
     logger = absl_logging.get_absl_logger()
     level = logger.level
     yield

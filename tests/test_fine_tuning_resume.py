@@ -278,7 +278,7 @@ def test_resume_falls_back_past_a_damaged_latest_checkpoint(tmp_path, caplog, da
     reference = _final_tensors(tmp_path)
     _truncate(tmp_path / damaged)
     trainer = _toy_trainer(tmp_path)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="absl"):
         assert trainer.restore_or_initialize() == 20
     assert f"{tmp_path / damaged}: damaged checkpoint file" in caplog.text
     assert f"Resuming from {tmp_path / 'model.ckpt-20'} instead of the damaged" in caplog.text
@@ -311,7 +311,7 @@ def test_a_checkpoint_without_training_state_resumes_with_a_warning(tmp_path, ca
     checkpoints.write_checkpoint_state(str(tmp_path), "model.ckpt-20")
     shutil.rmtree(tmp_path / "train_state")
     trainer = _toy_trainer(tmp_path)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):  # whatever verbosity an earlier test left
         trainer.train()
     assert (f"{tmp_path / 'model.ckpt-20'} has no training state "
             f"({tmp_path / 'train_state' / 'step-20'})") in caplog.text

@@ -204,7 +204,7 @@ def test_eta_is_measured_after_the_first_loop_which_includes_tracing(tmp_path, c
         return train_steps(iterator, num_steps)
 
     monkeypatch.setattr(trainer, "train_steps", first_loop_stalls)
-    caplog.set_level(std_logging.INFO)
+    caplog.set_level(std_logging.INFO, logger="absl")  # whatever verbosity an earlier test left
     trainer.train()
     etas = [message.rsplit("ETA ", 1)[1] for message in caplog.messages
             if message.startswith("step ") and "ETA" in message]
