@@ -53,7 +53,9 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
     gain = summary["pretraining_gain"]
     assert gain["metric"] == "eval_accuracy"
     assert len(gain["pretrained"]) == len(gain["random_init"]) == 1  # --quick: one seed each
-    assert gain["gain"] == pytest.approx(gain["pretrained_mean"] - gain["random_init_mean"], abs=1e-3)
+    counted = gain["with_collapses"]  # one seed: the gain with the runs counted, and no verdict
+    assert counted["gain"] == pytest.approx(gain["pretrained"][0] - gain["random_init"][0], abs=1e-3)
+    assert gain["verdict"] == "not resolved" and gain["pretraining_seeds"] == 1
     assert gain["pretrained"][0] == pytest.approx(float(summary["fine_tuning_eval"]["eval_accuracy"]))
     for init in ("pretrained", "random_init"):
         assert f"4-fine-tuning-{init.replace('_', '-')}-seed1: " in stdout, init
@@ -87,10 +89,16 @@ def test_quick_demo_runs_every_step_and_a_second_run_reuses_the_built_data(real_
 
 def test_the_gain_is_paired_by_seed_with_its_standard_error():
     from albert_tf.demo import pipeline
-    gain = pipeline.pretraining_gain("eval_accuracy", [0.70, 0.80], [0.60, 0.60])
-    assert gain["gain"] == pytest.approx(0.15) and gain["gain_se"] == pytest.approx(0.05)
+    gain = pipeline.pretraining_gain("eval_accuracy", [0.70, 0.80], [0.60, 0.61], 0.54)
+    assert gain["gain"] == pytest.approx(0.145) and gain["gain_se"] == pytest.approx(0.045)
     assert gain["pretrained_std"] == pytest.approx(0.0707, abs=1e-4)
-    assert pipeline.pretraining_gain("eval_accuracy", [0.7], [0.6])["gain_se"] is None
+    assert pipeline.pretraining_gain("eval_accuracy", [0.7], [0.6], 0.54)["gain_se"] is None
+    # a random-init run at the majority rate (54%) collapsed: its seed leaves the mean and the
+    # gain, which rests on the one seed left (no standard error, not resolved)
+    gain = pipeline.pretraining_gain("eval_accuracy", [0.70, 0.80], [0.60, 0.541], 0.54)
+    assert gain["collapsed"] == {"pretrained": 0, "random_init": 1} and gain["kept_seeds"] == 1
+    assert gain["gain"] == pytest.approx(0.10) and gain["random_init_mean"] == pytest.approx(0.60)
+    assert gain["verdict"] == "not resolved" and gain["with_collapses"]["gain"] == pytest.approx(0.1795)
 
 
 def _check_curves_png(path, expected_path):

@@ -1,10 +1,15 @@
 """What a model must beat: scores of rules that need no model, on the same dev data.
 
 Tagging: the most frequent training tag of each word (unseen words get the most frequent tag
-overall), and that most frequent tag everywhere. Sentiment: the majority label of dev.
+overall), and that most frequent tag everywhere. Words are looked up as the model sees them
+(run_tagging.py's default --do_lower_case: ALBERT's normalisation, lower-cased), so the rule
+gets the same view of the text as the model it is compared with. Sentiment: the majority label
+of dev.
 """
 
 import collections
+
+from albert_tf.text import tokenization
 
 
 def read_tagged(path):
@@ -26,19 +31,22 @@ def read_tagged(path):
     return sentences
 
 
-def tagging_baselines(train_path, dev_path):
+def tagging_baselines(train_path, dev_path, lower_case=True):
     """{"most_frequent_tag_per_word", "majority_tag"}: word accuracies on dev of the two rules
-    fitted on train, and the number of tags seen in train."""
+    fitted on train, words normalised as the model normalises them (`lower_case`: as
+    --do_lower_case), and the number of tags seen in train."""
     by_word = collections.defaultdict(collections.Counter)
     overall = collections.Counter()
+    normal = lambda word: tokenization.preprocess_text(word, lower=lower_case)  # noqa: E731
     for sentence in read_tagged(train_path):
         for word, tag in sentence:
+            word = normal(word)
             by_word[word][tag] += 1
             overall[tag] += 1
     if not overall:
         raise ValueError(f"{train_path}: no tagged words")
     majority = overall.most_common(1)[0][0]
-    words = [pair for sentence in read_tagged(dev_path) for pair in sentence]
+    words = [(normal(word), tag) for sentence in read_tagged(dev_path) for word, tag in sentence]
     if not words:
         raise ValueError(f"{dev_path}: no tagged words")
     per_word = sum(tag == (by_word[word].most_common(1)[0][0] if word in by_word else majority)

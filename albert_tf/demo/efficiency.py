@@ -2,7 +2,8 @@
 
 Each seed draws one subset of the training sentences, used by both arms (so the comparison is
 paired by seed); the summary holds both arms' per-seed scores, the paired gain with its
-standard error, how many seeds gained, and how many runs collapsed to one class.
+standard error over the seeds where neither arm collapsed to one class, how many seeds gained,
+how many runs collapsed, and the verdict (albert_tf.demo.verdicts).
 """
 
 import os
@@ -10,11 +11,6 @@ import random
 
 from albert_tf.demo import verdicts
 from albert_tf.files import io_utils
-
-# A run "collapsed" when its dev accuracy is, to half a point, the rate of the majority label
-# or of the other one: it answers one class (nearly) always. Binary labels.
-COLLAPSE_TOLERANCE = 0.005
-
 
 def _read_tsv(path):
     with open(path) as reader:
@@ -45,30 +41,47 @@ def write_subset(task_dir, out_dir, size, seed, dev_rows=None):
     return out_dir
 
 
-def collapsed(scores, majority_rate):
-    """How many of `scores` sit at the rate of one class: the majority label's, or the
-    minority's (1 - majority_rate)."""
-    return sum(min(abs(score - majority_rate), abs(score - (1 - majority_rate))) <= COLLAPSE_TOLERANCE
-               for score in scores)
-
-
 def summary(pretrained, random_init, majority_rate):
-    """The comparison of one training-set size (scores in seed order, the same seeds)."""
-    comparison = verdicts.paired(pretrained, random_init)
+    """The comparison of one training-set size (scores in seed order, the same seeds): the
+    paired gain over the seeds where neither arm collapsed (verdicts.compare), the collapsed
+    runs counted beside it, and the verdict."""
+    comparison = verdicts.compare(pretrained, random_init, verdicts.one_class_rates(majority_rate))
+    counted = comparison["with_collapses"]
     return {"pretrained": pretrained, "random_init": random_init,
-            "gain": round(comparison["gain"], 4),
-            "gain_se": None if comparison["se"] is None else round(comparison["se"], 4),
-            "positive_seeds": comparison["positive"], "seeds": comparison["n"],
-            "collapsed": {"pretrained": collapsed(pretrained, majority_rate),
-                          "random_init": collapsed(random_init, majority_rate)},
+            "gain": _rounded(comparison["gain"]), "gain_se": _rounded(comparison["se"]),
+            "positive_seeds": comparison["positive"], "seeds": comparison["seeds"],
+            "kept_seeds": comparison["n"],
+            "collapsed": {"pretrained": comparison["collapsed"]["better"],
+                          "random_init": comparison["collapsed"]["worse"]},
+            "verdict": comparison["verdict"],
+            "with_collapses": {"gain": _rounded(counted["gain"]), "gain_se": _rounded(counted["se"]),
+                               "verdict": counted["verdict"]},
             "majority_rate": round(majority_rate, 4)}
 
 
-def describe(size, cell):
-    """One line for the printed summary."""
-    se = cell["gain_se"]
-    return (f"{size}: pretrained {100 * verdicts.mean_std(cell['pretrained'])[0]:.1f}, random init "
-            f"{100 * verdicts.mean_std(cell['random_init'])[0]:.1f}, paired gain "
-            f"{verdicts.points(cell['gain'], se)} points over {cell['seeds']} seeds "
-            f"({cell['positive_seeds']} positive); collapsed to one class: pretrained "
-            f"{cell['collapsed']['pretrained']}, random init {cell['collapsed']['random_init']}")
+def _rounded(value):
+    return None if value is None else round(value, 4)
+
+
+def arm_mean(scores, majority_rate):
+    """The mean of an arm's runs that did not collapse (None when all did)."""
+    kept = verdicts.kept_scores(scores, verdicts.one_class_rates(majority_rate))
+    return verdicts.mean_std(kept)[0] if kept else None
+
+
+def describe(size, cell, with_verdicts=True):
+    """One line for the printed summary (without verdict words unless `with_verdicts`)."""
+    means = [arm_mean(cell[arm], cell["majority_rate"]) for arm in ("pretrained", "random_init")]
+    pretrained, random_init = ("n/a" if mean is None else f"{100 * mean:.1f}" for mean in means)
+    counted = cell["with_collapses"]
+    line = (f"{size}: pretrained {pretrained}, random init {random_init}, paired gain "
+            f"{verdicts.points(cell['gain'], cell['gain_se'])} points over {cell['kept_seeds']} of "
+            f"{cell['seeds']} seeds ({cell['positive_seeds']} positive)"
+            + (f": {cell['verdict']}" if with_verdicts else "") + "; "
+            f"collapsed to one class (left out): pretrained {cell['collapsed']['pretrained']}, "
+            f"random init {cell['collapsed']['random_init']}")
+    if counted["gain"] != cell["gain"]:
+        line += f"; with them counted {verdicts.points(counted['gain'], counted['gain_se'])}"
+        if with_verdicts and counted["verdict"] != cell["verdict"]:
+            line += f", which would read {counted['verdict']}"
+    return line

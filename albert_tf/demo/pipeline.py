@@ -41,18 +41,22 @@ DEMO_SENTENCES = (
 )
 
 
-def pretraining_gain(metric, pretrained, random_init):
+def pretraining_gain(metric, pretrained, random_init, majority_rate):
     """The fine-tuning score from the pretrained checkpoint against random initialisation,
-    everything else equal: per-seed scores, mean and sample standard deviation of each, the
-    gain paired by seed and its standard error (None for one seed)."""
-    pretrained_mean, pretrained_spread = verdicts.mean_std(pretrained)
-    random_mean, random_spread = verdicts.mean_std(random_init)
-    comparison = verdicts.paired(pretrained, random_init)
-    return {"metric": metric, "pretrained": pretrained, "random_init": random_init,
-            "pretrained_mean": round(pretrained_mean, 4), "pretrained_std": round(pretrained_spread, 4),
-            "random_init_mean": round(random_mean, 4), "random_init_std": round(random_spread, 4),
-            "gain": round(comparison["gain"], 4),
-            "gain_se": None if comparison["se"] is None else round(comparison["se"], 4)}
+    everything else equal: per-seed scores, the mean and sample standard deviation of each
+    arm's runs that did not collapse to one class, and the paired comparison of
+    efficiency.summary (gain, its standard error, collapses counted, verdict). The standard
+    error covers fine-tuning seeds of one pretraining (`pretraining_seeds`: 1): pretraining's own
+    variance is not in it."""
+    rates = verdicts.one_class_rates(majority_rate)
+    arms = {}
+    for name, scores in (("pretrained", pretrained), ("random_init", random_init)):
+        kept = verdicts.kept_scores(scores, rates)
+        mean, spread = verdicts.mean_std(kept) if kept else (None, None)
+        arms[f"{name}_mean"] = None if mean is None else round(mean, 4)
+        arms[f"{name}_std"] = None if spread is None else round(spread, 4)
+    return {"metric": metric, **efficiency.summary(pretrained, random_init, majority_rate), **arms,
+            "pretraining_seeds": 1}
 
 
 class Demo:
@@ -231,7 +235,7 @@ class Demo:
             "pretraining_eval": steps.read_eval_results(os.path.join(self.pretrain_dir, "eval_results.txt")),
             "fine_tuning_eval": steps.read_eval_results(os.path.join(classifier_dir, "eval_results.txt")),
             "pretraining_gain": pretraining_gain("eval_accuracy", scores["all"]["pretrained"],
-                                                 scores["all"]["random_init"]),
+                                                 scores["all"]["random_init"], majority_rate),
             "data_efficiency": {size: dict(efficiency.summary(by_init["pretrained"], by_init["random_init"],
                                                               majority_rate),
                                            fine_tuning_steps=settings["efficiency_steps"] if size != "all"
@@ -287,10 +291,8 @@ def _print_summary(summary):
     print("  fine-tuning eval (the exported run):  " + ", ".join(
         f"{k}={v}" for k, v in summary["fine_tuning_eval"].items()))
     gain = summary["pretraining_gain"]
-    print(f"  {gain['metric']} over {len(gain['pretrained'])} seeds: pretrained "
-          f"{gain['pretrained_mean']:.4f} ± {gain['pretrained_std']:.4f}, random init "
-          f"{gain['random_init_mean']:.4f} ± {gain['random_init_std']:.4f}: paired gain "
-          f"{verdicts.points(gain['gain'], gain['gain_se'])} points")
+    print(f"  {gain['metric']} over {gain['seeds']} seeds, one pretraining (its own variance is not in "
+          f"the error): {efficiency.describe('all', gain).split(': ', 1)[1]}")
     print("  data efficiency (training sentences, same subsets for both arms):")
     for size, cell in summary["data_efficiency"].items():
         print(f"    {efficiency.describe(size, cell)}")
