@@ -5,7 +5,7 @@ VENV_HF5 := .venv-hf5
 PY := $(VENV)/bin/python
 DATA := data
 
-.PHONY: setup data lint test test-fast test-hf5 demo demo-ci paper serve bench clean
+.PHONY: setup data lint test test-fast test-hf5 demo demo-ci paper docs serve bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-test-references.txt pyproject.toml
 	@echo "== creating $(VENV)/ (Python virtual environment)"
@@ -74,6 +74,13 @@ demo-ci: setup data
 # Interrupted, it resumes: run it again.
 paper: setup data
 	$(PY) -m albert_tf.demo.study --data_dir $(DATA) --output_dir study_output --preset=full --tries
+
+# Fills the results blocks of README.md, docs/demo.md, docs/paper_study.md and bench/RESULTS.md
+# from the committed results files (docs/results/, bench/results/): after a run, copy its file
+# there (demo_output/summary.json -> docs/results/demo.json, study_output/study.json ->
+# docs/results/paper_study.json), then `make docs`. tests/test_docs_results.py fails on a stale block.
+docs: setup
+	$(PY) -m albert_tf.docs_results
 
 # Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on
 # PORT and its gRPC API on GRPC_PORT, as model "albert":

@@ -24,8 +24,13 @@ def test_the_full_plan_has_every_ablation_and_three_seeds_for_every_model():
     assert names["mlm-only"]["sop_weight"] == 0 and names["nsp"]["data"] == "nsp"
     assert len(preset["seeds"]) >= 3
     cells = study.plan(preset)
+    # a random-init arm for every architecture, so that pretraining is judged like for like;
+    # NSP and MLM only share the base architecture and its arm
+    arms = study.random_init_arms(preset)
+    assert sorted(arms) == sorted(["random-init", "random-init-not-shared"]
+                                  + [f"random-init-E{size}" for size in preset["embedding_sizes"] if size != base_e])
     for task in study.TASKS:
-        for name in [*names, study.RANDOM_INIT]:
+        for name in [*names, *arms]:
             assert all(f"finetune-{task}-{name}-seed{seed}" in cells for seed in preset["seeds"])
     assert sum(kind == "heldout" for kind in cells.values()) == 2 * len(names)
 

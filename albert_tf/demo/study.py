@@ -117,7 +117,8 @@ def define_flags(flag_values):
     define = cli.Definer(flag_values)
     define.string("data_dir", "data", "Where albert_tf.demo.data_sources puts the real data.")
     define.string("output_dir", "study_output", "Where every artefact of the study goes.")
-    define.string("preset", "full", "full: the study (estimated at 90 minutes on 2 CPU cores); "
+    define.string("preset", "full", "full: the study (52.6 minutes on 2 CPU cores with --tries, "
+                  "2026-11-27, before the random-init arms of the other architectures); "
                   "smoke: the same cells on a tiny model, to check the machinery.")
     define.bool("tries", False, "Also run the pre-registered tries at making pretraining pay "
                 "(tries.TRIES: 2 more pretrainings and 20 fine-tuning runs; `make paper` runs "
@@ -140,6 +141,15 @@ def models(preset):
             variants[f"E{size}"] = ({"embedding_size": size}, "sop", 1.0, f"E={size}")
     return {name: {"config": {**base, **changes}, "data": data, "sop_weight": weight, "label": label}
             for name, (changes, data, weight, label) in variants.items()}
+
+
+def random_init_arms(preset):
+    """The random-init arms: one per architecture of the study (the base one, then one for
+    each model whose config differs from the base's, named random-init-<model>), so that
+    "pretraining beats random init" compares like with like."""
+    found = models(preset)
+    return [RANDOM_INIT] + [f"{RANDOM_INIT}-{name}" for name, spec in found.items()
+                            if spec["config"] != found["base"]["config"]]
 
 
 def plan(preset, with_tries=False):
@@ -166,7 +176,7 @@ def plan(preset, with_tries=False):
             for learning_rate in efficiency["learning_rates"]:
                 cells[f"select-sst2-n{size_name(size)}-{arm}-{lr_name(learning_rate)}"] = "select-sst2"
     for task in TASKS:
-        for name in [*models(preset), RANDOM_INIT]:
+        for name in [*models(preset), *random_init_arms(preset)]:
             for seed in preset["seeds"]:
                 cells[f"finetune-{task}-{name}-seed{seed}"] = f"finetune-{task}"
     for size in efficiency["sizes"]:
@@ -340,7 +350,8 @@ class Study:
         """The model's config; for pretraining with the preset's overrides (no dropout), which
         change no variable, so fine-tuning reads the same checkpoint with the default dropout."""
         path = os.path.join(self.output_dir, "configs", f"{name}{'-pretraining' if pretraining else ''}.json")
-        config = self.models[name]["config"] if name in self.models else self.models["base"]["config"]
+        architecture = name[len(RANDOM_INIT) + 1:] if name.startswith(f"{RANDOM_INIT}-") else name
+        config = self.models[architecture]["config"] if architecture in self.models else self.models["base"]["config"]
         if pretraining:
             config = dict(config, **self.preset["pretrain_model_overrides"])
         with io_utils.atomic_path(path) as temp:
@@ -413,11 +424,12 @@ class Study:
     def finetune(self, cell, task, name, seed, data, learning_rate, train_steps, extra_flags=()):
         """One fine-tuning run of `task` from model `name` (RANDOM_INIT: random weights) on
         `data` (a directory holding SST-2/, or run_tagging.py's train.txt and dev.txt), with
-        `extra_flags` for the script; its dev accuracy."""
+        `extra_flags` for the script; its dev accuracy. `name` random-init-<model>: random
+        weights of that model's architecture."""
         preset = self.preset
 
         def work(directory):
-            init = (["--allow_random_init"] if name == RANDOM_INIT
+            init = (["--allow_random_init"] if name.startswith(RANDOM_INIT)
                     else [f"--init_checkpoint={self._dir(f'pretrain-{name}')}"])
             if task == "sst2":
                 head = ["run_classifier.py", "--task_name=sst-2", f"--data_dir={data}",
@@ -509,8 +521,10 @@ class Study:
         seeds, data = self.preset["seeds"], self._dir("data-finetune")
         tagging = self.preset["tagging"]
 
+        arms = [*self.models, *random_init_arms(self.preset)]
+
         def main_run(task, name, seed):
-            arm = RANDOM_INIT if name == RANDOM_INIT else "base"
+            arm = RANDOM_INIT if name.startswith(RANDOM_INIT) else "base"
             if task == "pos":
                 return self.finetune(f"finetune-pos-{name}-seed{seed}", "pos", name, seed,
                                      os.path.join(data, "brown_pos"), selection["pos"][arm]["chosen"],
@@ -519,9 +533,9 @@ class Study:
                                  self.preset["finetune_lr"], self.preset["finetune_steps"])
         finetuned = self.side_by_side({
             (task, name, seed): lambda task=task, name=name, seed=seed: main_run(task, name, seed)
-            for task in TASKS for name in [*self.models, RANDOM_INIT] for seed in seeds})
-        finetuned = {task: {name: [finetuned[task, name, seed] for seed in seeds]
-                            for name in [*self.models, RANDOM_INIT]} for task in TASKS}
+            for task in TASKS for name in arms for seed in seeds})
+        finetuned = {task: {name: [finetuned[task, name, seed] for seed in seeds] for name in arms}
+                     for task in TASKS}
         grid = self.run_efficiency({size: selection[f"sst2-n{size_name(size)}"]
                                     for size in self.preset["efficiency"]["sizes"]})
         measurements = {

@@ -250,7 +250,7 @@ def _compared(claim, measurements, task, better, worse):
     return finding
 
 
-def _sentence_pair_findings(measurements):
+def sentence_pair_findings(measurements):
     """Each head against the majority label on its own task first: a head that did not learn
     its own task (a constant head sits at the majority label) makes the paper's contrast for
     it not measurable, so a near-chance result on the other task cannot pass by itself."""
@@ -298,7 +298,7 @@ def findings(measurements):
     params = {name: spec["parameters"] for name, spec in models.items()}
     by_e = sorted((spec["config"]["embedding_size"], params[name]) for name, spec in models.items()
                   if name == "base" or name.startswith("E"))
-    result = _sentence_pair_findings(measurements) + [
+    result = sentence_pair_findings(measurements) + [
         _finding("not-shared has more parameters than all-shared (Table 5)",
                  params["not-shared"] - params["base"], 0.0,
                  f"{params['not-shared']:,} vs {params['base']:,} (exact counts)",

@@ -1,0 +1,286 @@
+"""`make docs`: fills the marked blocks of the documents with figures rendered from the results
+files the measuring runs wrote, so a figure has one source and a document cannot drift from it.
+
+A block is `<!-- results:NAME -->` … `<!-- /results -->` (on one line or several); NAME is one
+of RENDERERS. `python -m albert_tf.docs_results` rewrites every block of DOCUMENTS in place;
+`--check` only reports the stale ones (exit 1). The sources:
+
+- docs/results/demo.json: `make demo`'s summary.json (copy demo_output/summary.json there), or
+  the transcript of a run that kept none (it says so in `provenance`);
+- docs/results/paper_study.json: `make paper`'s study.json (study_output/study.json), or a
+  transcript likewise;
+- bench/results/*.json: one file per workload, each with `workload`, `figure`, `command`, `cpu`,
+  `isa`, `load` and `date` (and `provenance` when transcribed by hand).
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+from albert_tf.demo import study_report, verdicts
+from albert_tf.files import io_utils
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCUMENTS = ("README.md", "docs/demo.md", "docs/paper_study.md", "bench/RESULTS.md")
+DEMO = "docs/results/demo.json"
+PAPER = "docs/results/paper_study.json"
+BENCH = "bench/results"
+BLOCK = re.compile(r"(<!-- results:([\w-]+) -->)(.*?)(<!-- /results -->)", re.S)
+# The paper's own figures (ALBERT-base, Table 6), quoted beside the study's.
+PAPER_TABLE6 = {"nsp_on_nsp": 90.5, "nsp_on_sop": 52.0, "sop_on_nsp": 78.9, "sop_on_sop": 86.5}
+
+
+def load(path):
+    with open(os.path.join(REPO, path), encoding="utf-8") as reader:
+        return json.load(reader)
+
+
+def _machine(cpu):
+    isa = ", ".join(flag for flag, present in cpu.get("isa", {}).items() if present) or "n/a"
+    missing = ", ".join(f"no {flag}" for flag, present in cpu.get("isa", {}).items() if not present)
+    return f"{cpu.get('model', '?')}, {cpu.get('cores', '?')} cores; {isa}{'; ' + missing if missing else ''}"
+
+
+def rounded_verdict(gain_points, se_points, seeds):
+    """Issue 50's rule on figures printed to 0.1 point: the verdict at both ends of the
+    rounding, or "at the edge" when the rounding alone could change it."""
+    ends = {verdicts.verdict((gain_points + dg) / 100, max(se_points + ds, 0.0) / 100, seeds)
+            for dg in (-0.05, 0.05) for ds in (-0.05, 0.05)}
+    if len(ends) == 1:
+        return ends.pop()
+    return f"{verdicts.NOT_RESOLVED} (at the edge: the rounded figures do not decide)"
+
+
+# ---- the demo
+
+def _demo_cells(source):
+    """{size: figures in points} from a summary.json or a transcript."""
+    cells = {}
+    for size, cell in source["data_efficiency"].items():
+        if "gain_points" in cell:
+            cells[size] = dict(cell)
+            continue
+        rates = verdicts.one_class_rates(cell["majority_rate"])
+        means = [verdicts.kept_scores(cell[arm], rates) for arm in ("pretrained", "random_init")]
+        cells[size] = {"fine_tuning_steps": cell.get("fine_tuning_steps"),
+                       "pretrained_mean_points": 100 * verdicts.mean_std(means[0])[0] if means[0] else None,
+                       "random_init_mean_points": 100 * verdicts.mean_std(means[1])[0] if means[1] else None,
+                       "gain_points": None if cell["gain"] is None else 100 * cell["gain"],
+                       "se_points": None if cell["gain_se"] is None else 100 * cell["gain_se"],
+                       "seeds": cell["seeds"], "kept_seeds": cell["kept_seeds"],
+                       "positive_seeds": cell["positive_seeds"], "collapsed": cell["collapsed"],
+                       "verdict": cell["verdict"]}
+    return cells
+
+
+def _verdict_of(cell):
+    if "verdict" in cell:
+        return cell["verdict"]
+    if cell["gain_points"] is None or cell["se_points"] is None:
+        return verdicts.NOT_RESOLVED
+    return rounded_verdict(cell["gain_points"], cell["se_points"], cell.get("kept_seeds", cell["seeds"]))
+
+
+def _points(value):
+    return "n/a" if value is None else f"{value:+.1f}"
+
+
+def render_demo_summary(_):
+    source = load(DEMO)
+    evaluation, seconds = source["pretraining_eval"], source["seconds"]
+    pretraining_seeds = source.get("pretraining_gain", {}).get("pretraining_seeds", 1)
+    rows = []
+    for size, cell in _demo_cells(source).items():
+        collapsed = cell["collapsed"]
+        se = "n/a" if cell["se_points"] is None else f"{cell['se_points']:.1f}"
+        rows.append(f"| {size} | {cell.get('fine_tuning_steps') or ''} | {cell['pretrained_mean_points']:.1f} "
+                    f"| {cell['random_init_mean_points']:.1f} | {_points(cell['gain_points'])} ± {se} "
+                    f"| {cell['positive_seeds']}/{cell.get('kept_seeds', cell['seeds'])} "
+                    f"| {collapsed['pretrained']} / {collapsed['random_init']} | {_verdict_of(cell)} |")
+    lines = [
+        f"`{source['command']}` on {source['date']}: {_machine(source['cpu'])}; "
+        f"`--precision={source['cpu'].get('precision')}`, `--cpu_replicas={source['cpu'].get('cpu_replicas')}`"
+        f" (load average {source['cpu'].get('load_average')} at the check). Seconds: "
+        + ", ".join(f"{step} {value}" for step, value in seconds.items()) + ".",
+        "",
+        f"Held-out masked-LM accuracy {evaluation['masked_lm_accuracy']:.3f}, sentence order "
+        f"{evaluation['sentence_order_accuracy']:.3f} (step {evaluation['global_step']}); the exported "
+        f"run's dev accuracy {float(source['fine_tuning_eval']['eval_accuracy']):.3f}.",
+        "",
+        "| training sentences | steps | pretrained (%) | random init (%) | paired gain ± SE (points) "
+        "| seeds positive / kept | runs collapsed (pretrained / random init) | verdict (issue 50's rule) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        *rows,
+        "",
+        f"The standard errors are over fine-tuning seeds of {pretraining_seeds} pretraining"
+        f"{'' if pretraining_seeds == 1 else 's'}: pretraining's own variance is "
+        f"{'not ' if pretraining_seeds == 1 else ''}in them.",
+    ]
+    if "provenance" in source:
+        lines += ["", f"Source: `{DEMO}`, {source['provenance']}"]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def render_demo_compute(_):
+    """The pretraining's FLOP and rate from the recipe and the measured seconds."""
+    source = load(DEMO)
+    recipe = source["recipe"]
+    tokens = recipe["pretrain_steps"] * recipe["pretrain_batch"] * recipe["max_seq_length"]
+    rate = tokens / source["seconds"]["pretraining"]
+    mantissa, exponent = f"{5.65e6 * rate:.1e}".split("e")
+    superscript = str(int(exponent)).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    return (f"{tokens / 1e6:.2f} M tokens in {source['seconds']['pretraining']} s (with evaluation and "
+            f"checkpoints): {rate:,.0f} tokens/s, {mantissa} × 10{superscript} FLOP/s at 5.65 MFLOP a token")
+
+
+# ---- the study
+
+def _transcribed_findings(source):
+    """Issue 50's verdict for each printed finding, where the printed figures decide it."""
+    architecture_like_base = ("base:", "NSP ", "MLM only")
+    rows = []
+    for finding in source["findings"]:
+        claim = finding["claim"]
+        if claim.startswith("pretraining beats random init:") and "training sentences" not in claim:
+            label = claim.split(": ", 1)[1]
+            now = (verdicts.NOT_MEASURABLE + " (no random-init arm of this architecture)"
+                   if not label.startswith(architecture_like_base) else None)
+        elif "training sentences" in claim:
+            now = "not re-judged: collapsed runs are in its mean, and the per-seed scores were not kept"
+        elif "near chance" in claim:
+            now = "withdrawn: any constant head passes it (the next table judges each head on its own task)"
+        elif "(exact counts)" in finding["detail"]:
+            now = finding["verdict_two_standard_errors"] + " (exact counts)"
+        elif "held-out" in claim:
+            now = "in the next table"
+        else:
+            now = None
+        if now is None and "gain_points" in finding:
+            now = rounded_verdict(finding["gain_points"], finding["se_points"], finding["seeds"])
+        rows.append(f"| {claim} | {finding['detail']} | {finding['verdict_two_standard_errors']} | {now} |")
+    return rows
+
+
+def _sentence_pair_rows(source):
+    """The sentence-pair findings of study_report on the printed held-out accuracies."""
+    measurements = {
+        "models": {name: {"heldout": {form: {"sentence_order_accuracy": source["heldout"][form][name] / 100}
+                                      for form in ("sop", "nsp")}} for name in ("base", "nsp")},
+        "pairs": {form: {"heldout": dict(counts, label_1_fraction=(counts["swapped"] + counts["random_document"])
+                                         / sum(counts.values()))}
+                  for form, counts in source["pairs"].items()},
+    }
+    return [f"| {finding['claim']} | {finding['detail']} | {finding['verdict']} |"
+            for finding in study_report.sentence_pair_findings(measurements)]
+
+
+def render_paper_study(_):
+    source = load(PAPER)
+    if "provenance" not in source:
+        return _render_study_json(source)
+    lines = [f"`{source['command']}` on {source['date']} at commit {source['commit']}: "
+             f"**{source['minutes']['wall']} minutes wall** ({source['minutes']['all_cells']} minutes of cells, "
+             f"two at a time), {_machine(source['cpu'])}; `{source['cpu']['precision']}`, "
+             f"{source['cpu']['load']}.", "", f"Source: `{PAPER}`. {source['provenance']}", ""]
+    for title, table in source["tables"].items():
+        lines += [f"#### {title}", "", table, ""]
+    lines += ["#### The findings: as printed, and under issue 50's rule", "",
+              "| finding | measured | printed verdict (2 SE) | issue 50's rule |", "|---|---|---|---|",
+              *_transcribed_findings(source), "",
+              "The sentence-pair findings under issue 50's rule (each head first on its own task), "
+              "from the printed held-out accuracies and the pairs' counts:", "",
+              "| finding | measured | verdict |", "|---|---|---|", *_sentence_pair_rows(source), "",
+              "The pre-registered tries (pass test: +3 points at 500 sentences, 4 of 5 seeds positive; "
+              "none collapsed is now also required):", ""]
+    for entry in source["tries"]:
+        lines.append(f"- {entry['label']}: {entry['gain_points']:+.1f} ± {entry['se_points']:.1f} points, "
+                     f"{entry['positive']}/{entry['seeds']} seeds positive: "
+                     f"{'passes' if entry['passed'] else 'fails'}")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _render_study_json(study):
+    """A study.json that `make paper` wrote: its tables and findings as study.md prints them."""
+    findings = study["findings"]
+    lines = [f"`make paper` (preset `{study['preset']}`): {study['seconds']['this_run_wall'] / 60:.1f} minutes "
+             f"wall, {study['seconds']['all_cells'] / 60:.1f} minutes of cells; {_machine(study['cpu'])}.", "",
+             f"Source: `{PAPER}`.", ""]
+    for title, table in study_report.tables(study).items():
+        lines += [f"#### {title}", "", table, ""]
+    lines += ["#### The paper's findings at this scale", "",
+              *study_report.finding_lines(findings, study["settings"].get("verdicts", True)), "",
+              *study_report.tries_section(study, study["settings"].get("verdicts", True))[2:]]
+    return "\n" + "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_paper_minutes(_):
+    source = load(PAPER)
+    minutes = source.get("minutes") or {"wall": round(source["seconds"]["this_run_wall"] / 60, 1)}
+    return f"{minutes['wall']}"
+
+
+# ---- benchmarks
+
+def bench_results():
+    """The results files of bench/, sorted by workload."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(REPO, BENCH, "*.json"))):
+        with open(path, encoding="utf-8") as reader:
+            found.append((os.path.relpath(path, REPO), json.load(reader)))
+    return sorted(found, key=lambda item: str(item[1].get("workload", item[0])))
+
+
+def render_bench_current(_):
+    lines = ["| workload | current figure | command | machine | date | source |", "|---|---|---|---|---|---|"]
+    for path, result in bench_results():
+        if "figure" not in result:
+            lines.append(f"| {result.get('workload', path)} | (no `figure` in the file) | | | | `{path}` |")
+            continue
+        machine = "; ".join(str(result[key]) for key in ("cpu", "isa", "load") if result.get(key))
+        mark = " (transcribed)" if "provenance" in result else ""
+        command = result["command"].replace("|", "\\|")
+        lines.append(f"| {result['workload']} | {result['figure']} | `{command}` | {machine} | "
+                     f"{result.get('date', '')}{mark} | `{path}` |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+RENDERERS = {"demo-summary": render_demo_summary, "demo-compute": render_demo_compute,
+             "paper-study": render_paper_study, "paper-minutes": render_paper_minutes,
+             "bench-current": render_bench_current}
+
+
+def render(text, document="<text>"):
+    """`text` with every block filled from its source."""
+    def fill(match):
+        name = match.group(2)
+        if name not in RENDERERS:
+            raise ValueError(f"{document}: unknown results block {name!r}; expected one of "
+                             f"{', '.join(sorted(RENDERERS))}")
+        return match.group(1) + RENDERERS[name](match.group(3)) + match.group(4)
+    return BLOCK.sub(fill, text)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="report stale blocks, rewrite nothing")
+    args = parser.parse_args(argv)
+    stale = []
+    for document in DOCUMENTS:
+        path = os.path.join(REPO, document)
+        with open(path, encoding="utf-8") as reader:
+            text = reader.read()
+        rendered = render(text, document)
+        if rendered != text:
+            stale.append(document)
+            if not args.check:
+                io_utils.atomic_write_text(path, rendered)
+    verb = "stale" if args.check else "rewritten"
+    print(f"{verb}: {', '.join(stale) if stale else 'none'}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

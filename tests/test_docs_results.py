@@ -1,0 +1,130 @@
+"""The documents' measured figures come from committed results files (albert_tf/docs_results.py):
+every rendered block is current, and every measured-looking number outside the blocks is found
+in a source the document names (`<!-- sources: ... -->`).
+"""
+
+import glob
+import json
+import os
+import re
+
+import pytest
+
+from albert_tf import docs_results
+from tests.conftest import REPO_ROOT
+
+# What looks like a measurement: a value ± its error, a percentage, a ratio, an accuracy of
+# three or more decimals, a duration.
+_MEASURED = re.compile(
+    r"(?P<pm>[+−-]?\d+(?:\.\d+)? ± \d+(?:\.\d+)?)"
+    r"|(?P<percent>\d+(?:\.\d+)?%)"
+    r"|(?P<ratio>\d+\.\d+×)"
+    r"|(?P<accuracy>\b0\.\d{3,}\b)"
+    r"|(?P<duration>\b\d+(?:\.\d+)? (?:s|ms|min|minutes)\b)")
+_NUMBER = re.compile(r"[+−-]?\d[\d,]*(?:\.\d+)?")
+# Numbers of the documents that look measured but are settings or definitions, each with why.
+NOT_MEASURED = {
+    "docs/demo.md": {"10%": "the recipe's warm-up share", "5%": "the CPU check's threshold (a setting)",
+                     "40%": "try (b)'s masking rate (a setting)", "95%": "the verdict rule's confidence level"},
+    "docs/paper_study.md": {"40%": "try (b)'s masking rate (a setting)",
+                            "95%": "the verdict rule's confidence level"},
+    "README.md": {},
+    "bench/RESULTS.md": {},
+}
+
+
+def _text(document):
+    with open(os.path.join(REPO_ROOT, document), encoding="utf-8") as reader:
+        return reader.read()
+
+
+@pytest.mark.parametrize("document", docs_results.DOCUMENTS)
+def test_every_rendered_block_is_current(document):
+    text = _text(document)
+    assert docs_results.render(text, document) == text, (
+        f"{document}: a results block is stale; run `make docs`")
+
+
+def _sources(document, text):
+    match = re.search(r"<!-- sources: (.+?) -->", text)
+    assert match, f"{document}: no `<!-- sources: ... -->` line naming its results files"
+    paths = []
+    for pattern in match.group(1).split(","):
+        found = glob.glob(os.path.join(REPO_ROOT, pattern.strip()))
+        assert found, f"{document}: source {pattern.strip()!r} matches no committed file"
+        paths += found
+    return paths
+
+
+def _numbers(value):
+    """Every number in a JSON value, those inside its strings included."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, str):
+        return [float(n.replace(",", "").replace("−", "-")) for n in _NUMBER.findall(value)]
+    if isinstance(value, dict):
+        return [n for key, item in value.items() for n in _numbers(key) + _numbers(item)]
+    if isinstance(value, list):
+        return [n for item in value for n in _numbers(item)]
+    return []
+
+
+def _found(token, numbers):
+    """Whether the number `token` (as printed) is one of `numbers`, as printed or as a percentage."""
+    printed = token.replace(",", "").replace("−", "-").lstrip("+")
+    value = abs(float(printed))
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    tolerance = 0.5 * 10 ** -decimals + 1e-9
+    return any(abs(abs(n) - value) <= tolerance or abs(abs(100 * n) - value) <= tolerance for n in numbers)
+
+
+def _prose(text):
+    """The text outside results blocks, fenced code, inline code and HTML comments."""
+    text = docs_results.BLOCK.sub("", text)
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return re.sub(r"<!--.*?-->", "", text, flags=re.S)
+
+
+def measured_numbers(text):
+    """[(the token as written, [its numbers])] of the measured-looking figures of `text`."""
+    found = []
+    for match in _MEASURED.finditer(_prose(text)):
+        token = match.group(0)
+        found.append((token, _NUMBER.findall(token)))
+    return found
+
+
+@pytest.mark.parametrize("document", docs_results.DOCUMENTS)
+def test_every_measured_number_outside_the_blocks_is_in_its_source(document):
+    text = _text(document)
+    numbers = []
+    for path in _sources(document, text):
+        with open(path, encoding="utf-8") as reader:
+            numbers += _numbers(json.load(reader))
+    exempt = NOT_MEASURED[document]
+    missing = [token for token, parts in measured_numbers(text)
+               if token not in exempt and not all(_found(part, numbers) for part in parts)]
+    assert not missing, f"{document}: figures found in none of its sources: {missing}"
+
+
+def test_the_check_catches_a_stale_number_and_a_stale_block():
+    numbers = _numbers({"gain": -0.0072, "text": "paired gain -0.7 ± 0.3 points", "seconds": 254})
+    assert _found("-0.7", numbers) and _found("254", numbers) and _found("0.72", numbers)
+    assert not _found("-2.2", numbers)  # a superseded run's figure
+    assert [token for token, _ in measured_numbers(
+        "paired −2.2 ± 0.7, 0.605 and six minutes; `--learning_rate=0.01`; 349 s\n")] == [
+        "−2.2 ± 0.7", "0.605", "349 s"]
+    text = "<!-- results:paper-minutes -->1.0<!-- /results -->"
+    assert docs_results.render(text) != text  # the source says otherwise: stale
+    with pytest.raises(ValueError, match="unknown results block 'nope'"):
+        docs_results.render("<!-- results:nope --><!-- /results -->", "x.md")
+
+
+def test_rounded_verdicts_say_when_the_rounding_decides():
+    # -0.4 ± 0.1 at 3 seeds: 4.30 x [0.05, 0.15] spans 0.35-0.45 around the gain
+    assert "at the edge" in docs_results.rounded_verdict(-0.4, 0.1, 3)
+    assert docs_results.rounded_verdict(4.6, 0.7, 3) == "REPRODUCED"
+    assert docs_results.rounded_verdict(-0.7, 0.3, 3) == "not resolved"
