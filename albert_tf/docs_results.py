@@ -101,7 +101,8 @@ def render_demo_summary(_):
                     f"| {cell['positive_seeds']}/{cell.get('kept_seeds', cell['seeds'])} "
                     f"| {collapsed['pretrained']} / {collapsed['random_init']} | {_verdict_of(cell)} |")
     lines = [
-        f"`{source['command']}` on {source['date']}: {_machine(source['cpu'])}; "
+        f"`{source.get('command', 'make demo')}` on {source.get('date', 'an unrecorded date')}: "
+        f"{_machine(source['cpu'])}; "
         f"`--precision={source['cpu'].get('precision')}`, `--cpu_replicas={source['cpu'].get('cpu_replicas')}`"
         f" (load average {source['cpu'].get('load_average')} at the check). Seconds: "
         + ", ".join(f"{step} {value}" for step, value in seconds.items()) + ".",
@@ -205,8 +206,10 @@ def render_paper_study(_):
 def _render_study_json(study):
     """A study.json that `make paper` wrote: its tables and findings as study.md prints them."""
     findings = study["findings"]
-    lines = [f"`make paper` (preset `{study['preset']}`): {study['seconds']['this_run_wall'] / 60:.1f} minutes "
-             f"wall, {study['seconds']['all_cells'] / 60:.1f} minutes of cells; {_machine(study['cpu'])}.", "",
+    lines = [f"`{study.get('command', 'make paper')}` (preset `{study['preset']}`) on "
+             f"{study.get('date', 'an unrecorded date')}: {study['seconds']['this_run_wall'] / 60:.1f} minutes "
+             f"wall, {study['seconds']['all_cells'] / 60:.1f} minutes of cells; {_machine(study['cpu'])}; "
+             f"load average {study.get('load_average_at_start', 'unrecorded')} at the start.", "",
              f"Source: `{PAPER}`.", ""]
     for title, table in study_report.tables(study).items():
         lines += [f"#### {title}", "", table, ""]
@@ -239,7 +242,8 @@ def render_bench_current(_):
         if "figure" not in result:
             lines.append(f"| {result.get('workload', path)} | (no `figure` in the file) | | | | `{path}` |")
             continue
-        machine = "; ".join(str(result[key]) for key in ("cpu", "isa", "load") if result.get(key))
+        machine = "; ".join(f"{'load ' if key == 'load' else ''}{result[key]}"
+                            for key in ("cpu", "isa", "load") if result.get(key))
         mark = " (transcribed)" if "provenance" in result else ""
         command = result["command"].replace("|", "\\|")
         lines.append(f"| {result['workload']} | {result['figure']} | `{command}` | {machine} | "

@@ -128,3 +128,46 @@ def test_rounded_verdicts_say_when_the_rounding_decides():
     assert "at the edge" in docs_results.rounded_verdict(-0.4, 0.1, 3)
     assert docs_results.rounded_verdict(4.6, 0.7, 3) == "REPRODUCED"
     assert docs_results.rounded_verdict(-0.7, 0.3, 3) == "not resolved"
+
+
+def test_a_summary_json_of_make_demo_renders_with_its_collapses_and_verdicts(tmp_path, monkeypatch):
+    from albert_tf.demo import efficiency, pipeline
+    majority = 0.54
+    cells = {"all": efficiency.summary([0.74, 0.75, 0.73], [0.75, 0.76, 0.74], majority),
+             "500": efficiency.summary([0.541, 0.60, 0.62], [0.63, 0.64, 0.62], majority)}
+    summary = {"cpu": {"model": "Test CPU", "cores": 2, "isa": {"avx2": True, "amx": False},
+                       "precision": "float32", "cpu_replicas": 1},
+               "pretraining_eval": {"masked_lm_accuracy": 0.1426, "sentence_order_accuracy": 0.6137,
+                                    "global_step": 2000},
+               "fine_tuning_eval": {"eval_accuracy": 0.7267},
+               "pretraining_gain": pipeline.pretraining_gain("eval_accuracy", [0.74, 0.75, 0.73],
+                                                             [0.75, 0.76, 0.74], majority),
+               "data_efficiency": {size: dict(cell, fine_tuning_steps=steps)
+                                   for (size, cell), steps in zip(cells.items(), (500, 200))},
+               "seconds": {"pretraining": 254, "total": 504}}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(summary))
+    monkeypatch.setattr(docs_results, "DEMO", str(path))
+    text = docs_results.render_demo_summary("")
+    assert "Test CPU, 2 cores; avx2; no amx" in text and "Seconds: pretraining 254, total 504." in text
+    assert "masked-LM accuracy 0.143, sentence order 0.614" in text
+    assert "| all | 500 | 74.0 | 75.0 | -1.0 ± 0.0 | 0/3 | 0 / 0 | not resolved |" in text  # SE 0
+    # seed 1's pretrained run sits at the majority rate: left out, the rest judged
+    assert "| 500 | 200 | 61.0 | 63.0 | -2.0 ± 2.0 | 0/2 | 1 / 0 | not resolved |" in text
+    assert "pretraining's own variance is not in them" in text
+
+
+def test_a_benchmark_writes_the_results_file_the_current_figures_render_from(tmp_path, monkeypatch):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_machine", os.path.join(REPO_ROOT, "bench", "machine.py"))
+    bench_machine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_machine)
+    path = bench_machine.write_results("toy", "a toy workload", "1.23× the reference", {"runs": 3},
+                                       results_dir=str(tmp_path))
+    with open(path, encoding="utf-8") as reader:
+        written = json.load(reader)
+    assert {"workload", "figure", "command", "cpu", "isa", "load", "date", "details"} <= set(written)
+    assert written["details"] == {"runs": 3} and float(written["load"]) >= 0
+    monkeypatch.setattr(docs_results, "BENCH", str(tmp_path))
+    table = docs_results.render_bench_current("")
+    assert "| a toy workload | 1.23× the reference |" in table and "(transcribed)" not in table

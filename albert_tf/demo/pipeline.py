@@ -8,6 +8,7 @@ seed's 500 (the data-efficiency comparison), evaluation, prediction and export
 (serve.py --text). Steps whose outputs exist are reused.
 """
 
+import datetime
 import json
 import os
 import shlex
@@ -86,7 +87,7 @@ class Demo:
         (albert_tf.demo.precision_choice)."""
         model = self.settings["model"]
         self.cpu = machine.cpu_description()
-        load_average = os.getloadavg()[0]
+        load_average = self.load_average = os.getloadavg()[0]
         self.replicas, self.replicas_reason = machine.pretraining_replicas(self.cpu["cores"], load_average)
         self.precision, product_seconds = precision_choice.fastest_precision(
             self.settings["pretrain_batch"] * self.settings["max_seq_length"], model["hidden_size"],
@@ -224,12 +225,14 @@ class Demo:
         majority_rate = baselines.majority_label_rate(os.path.join(self.glue_dir, "SST-2", "dev.tsv"))
         classifier_dir = runs["all"]["pretrained"][0]
         summary = {
+            "command": " ".join(["python -m albert_tf.demo.pipeline", *map(shlex.quote, sys.argv[1:])]),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
             "artefacts": {
                 "vocabulary": self.spm_model, "pretraining_records": self.records_dir,
                 "pretraining_checkpoints": self.pretrain_dir, "classifier_checkpoints": classifier_dir,
                 "export": self.export_dir, "logs": self.log_dir},
             "cpu": dict(self.cpu, precision=self.precision, cpu_replicas=self.replicas,
-                        cpu_replicas_reason=self.replicas_reason),
+                        cpu_replicas_reason=self.replicas_reason, load_average=round(self.load_average, 2)),
             "pretraining_loss": steps.pretraining_loss(os.path.join(self.log_dir, "3-pretraining.log"))
             if "pretraining" in self.timings else {"logged_loops": 0},
             "pretraining_eval": steps.read_eval_results(os.path.join(self.pretrain_dir, "eval_results.txt")),

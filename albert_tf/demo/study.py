@@ -500,6 +500,7 @@ class Study:
 
     def run(self):
         start = time.time()
+        self.load_average = os.getloadavg()[0]
         os.makedirs(self.log_dir, exist_ok=True)
         self.check_settings()
         paths = {"brown": data_sources.fetch_brown(self.data_dir),
@@ -539,6 +540,9 @@ class Study:
         grid = self.run_efficiency({size: selection[f"sst2-n{size_name(size)}"]
                                     for size in self.preset["efficiency"]["sizes"]})
         measurements = {
+            "command": " ".join(["python -m albert_tf.demo.study", *sys.argv[1:]]),
+            "date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(start)),
+            "load_average_at_start": round(self.load_average, 2),
             "preset": self.preset_name, "settings": self.preset,
             "models": {name: {"label": spec["label"], "config": spec["config"],
                               "parameters": pretrained[name]["parameters"],
