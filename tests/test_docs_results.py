@@ -171,3 +171,19 @@ def test_a_benchmark_writes_the_results_file_the_current_figures_render_from(tmp
     monkeypatch.setattr(docs_results, "BENCH", str(tmp_path))
     table = docs_results.render_bench_current("")
     assert "| a toy workload | 1.23× the reference |" in table and "(transcribed)" not in table
+
+
+def test_a_study_json_of_make_paper_renders_its_tables_and_findings(tmp_path, monkeypatch):
+    from albert_tf.demo import study_report, tries
+    from tests.test_study import _measurements
+    measurements = _measurements({"base": 0.99, "nsp": 0.6}, {"nsp": 0.6}, {})
+    measurements.update(command="python -m albert_tf.demo.study --preset=full", date="2026-11-29T10:00Z",
+                        load_average_at_start=0.5)
+    paths = study_report.write(measurements, str(tmp_path))["paths"]
+    monkeypatch.setattr(docs_results, "PAPER", paths["json"])
+    text = docs_results.render_paper_study("")
+    assert "`python -m albert_tf.demo.study --preset=full` (preset `test`) on 2026-11-29T10:00Z" in text
+    assert "#### Table 4 shape: embedding size E (all-shared, SOP)" in text
+    assert "- not measurable: pretraining beats random init: E128, sst2" in text
+    assert "- not measurable: NSP-trained solves NSP pairs but not SOP pairs" in text
+    assert "## Pre-registered" not in text and tries.PASS_TEST_TEXT in text
