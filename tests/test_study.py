@@ -400,6 +400,15 @@ def test_tagging_baselines_and_paired_subsets(tmp_path):
     exact = baselines.tagging_baselines(str(tmp_path / "train.txt"), str(tmp_path / "dev.txt"),
                                         lower_case=False)
     assert exact["most_frequent_tag_per_word"] == 0.5  # `Dog` unseen by its exact form
+    pos = tmp_path / "data" / "brown_pos"
+    pos.mkdir(parents=True)
+    (pos / "train.txt").write_text((tmp_path / "train.txt").read_text())
+    (pos / "dev.txt").write_text((tmp_path / "dev.txt").read_text() + "\nextra at\n")
+    written = tmp_path / "baselines.json"
+    baselines.main([f"--data_dir={tmp_path / 'data'}", "--dev_sentences=1", f"--output={written}"])
+    result = json.loads(written.read_text())  # the first dev sentence only: the extra one left out
+    assert result["lower_cased"]["most_frequent_tag_per_word"] == 0.75
+    assert result["exact_form"]["most_frequent_tag_per_word"] == 0.5 and result["dev_sentences"] == 1
     (tmp_path / "bad.txt").write_text("the\n")
     with pytest.raises(ValueError, match=r"bad\.txt:1: expected `word tag`"):
         baselines.read_tagged(str(tmp_path / "bad.txt"))

@@ -8,6 +8,7 @@ of dev.
 """
 
 import collections
+import os
 
 from albert_tf.text import tokenization
 
@@ -63,3 +64,49 @@ def majority_label_rate(tsv_path):
     if not labels:
         raise ValueError(f"{tsv_path}: no labelled rows after the header")
     return collections.Counter(labels).most_common(1)[0][1] / len(labels)
+
+
+def _first_sentences(path, limit, directory):
+    """A copy of the first `limit` sentences of `path` in `directory` (as the study slices)."""
+    with open(path) as reader:
+        blocks = reader.read().strip().split("\n\n")[:limit]
+    copy = os.path.join(directory, os.path.basename(path))
+    with open(copy, "w") as writer:
+        writer.write("\n\n".join(blocks) + "\n")
+    return copy
+
+
+def main(argv=None):
+    """The tagging baselines on the study's slices of Brown POS (the first `--train_sentences`
+    of train, `--dev_sentences` of dev), by exact word form and lower-cased as the model sees
+    words, written as a results file with its command and date."""
+    import argparse
+    import datetime
+    import json
+    import sys
+    import tempfile
+
+    from albert_tf.files import io_utils
+
+    parser = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0])
+    parser.add_argument("--data_dir", default="data")
+    parser.add_argument("--train_sentences", type=int, default=4000)
+    parser.add_argument("--dev_sentences", type=int, default=1000)
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as directory:
+        train = _first_sentences(os.path.join(args.data_dir, "brown_pos", "train.txt"),
+                                 args.train_sentences, directory)
+        dev = _first_sentences(os.path.join(args.data_dir, "brown_pos", "dev.txt"),
+                               args.dev_sentences, directory)
+        result = {"command": " ".join(["python -m albert_tf.demo.baselines", *(argv or sys.argv[1:])]),
+                  "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+                  "train_sentences": args.train_sentences, "dev_sentences": args.dev_sentences,
+                  "lower_cased": tagging_baselines(train, dev, lower_case=True),
+                  "exact_form": tagging_baselines(train, dev, lower_case=False)}
+    io_utils.atomic_write_text(args.output, json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
