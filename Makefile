@@ -80,7 +80,7 @@ paper: setup data
 # there (demo_output/summary.json -> docs/results/demo.json, study_output/study.json ->
 # docs/results/paper_study.json), then `make docs`. tests/test_docs_results.py fails on a stale block.
 docs: setup
-	$(PY) -m albert_tf.docs_results
+	$(PY) -m albert_tf.demo.docs_results
 
 # Serves the demo's exported classifier (or EXPORT_DIR) over TensorFlow Serving's REST API on
 # PORT and its gRPC API on GRPC_PORT, as model "albert":

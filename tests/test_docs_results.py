@@ -1,4 +1,4 @@
-"""The documents' measured figures come from committed results files (albert_tf/docs_results.py):
+"""The documents' measured figures come from committed results files (albert_tf/demo/docs_results.py):
 every rendered block is current, and every measured-looking number outside the blocks is found
 in a source the document names (`<!-- sources: ... -->`).
 """
@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from albert_tf import docs_results
+from albert_tf.demo import docs_results
 from tests.conftest import REPO_ROOT
 
 # What looks like a measurement: a value ± its error, a percentage, a ratio, an accuracy of

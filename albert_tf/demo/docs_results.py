@@ -2,7 +2,7 @@
 files the measuring runs wrote, so a figure has one source and a document cannot drift from it.
 
 A block is `<!-- results:NAME -->` … `<!-- /results -->` (on one line or several); NAME is one
-of RENDERERS. `python -m albert_tf.docs_results` rewrites every block of DOCUMENTS in place;
+of RENDERERS. `python -m albert_tf.demo.docs_results` rewrites every block of DOCUMENTS in place;
 `--check` only reports the stale ones (exit 1). The sources:
 
 - docs/results/demo.json: `make demo`'s summary.json (copy demo_output/summary.json there), or
@@ -23,7 +23,7 @@ import sys
 from albert_tf.demo import study_report, verdicts
 from albert_tf.files import io_utils
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCUMENTS = ("README.md", "docs/demo.md", "docs/paper_study.md", "bench/RESULTS.md")
 DEMO = "docs/results/demo.json"
 PAPER = "docs/results/paper_study.json"
