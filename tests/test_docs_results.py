@@ -144,7 +144,8 @@ def test_a_summary_json_of_make_demo_renders_with_its_collapses_and_verdicts(tmp
                                                              [0.75, 0.76, 0.74], majority),
                "data_efficiency": {size: dict(cell, fine_tuning_steps=steps)
                                    for (size, cell), steps in zip(cells.items(), (500, 200))},
-               "seconds": {"pretraining": 254, "total": 504}}
+               "seconds": {"pretraining": 254, "total": 504},
+               "recipe": {"pretrain_steps": 2000, "pretrain_batch": 64, "max_seq_length": 64}}
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(summary))
     monkeypatch.setattr(docs_results, "DEMO", str(path))
@@ -155,6 +156,7 @@ def test_a_summary_json_of_make_demo_renders_with_its_collapses_and_verdicts(tmp
     # seed 1's pretrained run sits at the majority rate: left out, the rest judged
     assert "| 500 | 200 | 61.0 | 63.0 | -2.0 ± 2.0 | 0/2 | 1 / 0 | not resolved |" in text
     assert "pretraining's own variance is not in them" in text
+    assert docs_results.render_demo_compute("").startswith("8.19 M tokens in 254 s")
 
 
 def test_a_benchmark_writes_the_results_file_the_current_figures_render_from(tmp_path, monkeypatch):

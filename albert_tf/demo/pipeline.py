@@ -227,6 +227,7 @@ class Demo:
         summary = {
             "command": " ".join(["python -m albert_tf.demo.pipeline", *map(shlex.quote, sys.argv[1:])]),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+            "recipe": {key: settings[key] for key in ("pretrain_steps", "pretrain_batch", "max_seq_length")},
             "artefacts": {
                 "vocabulary": self.spm_model, "pretraining_records": self.records_dir,
                 "pretraining_checkpoints": self.pretrain_dir, "classifier_checkpoints": classifier_dir,
