@@ -1,4 +1,5 @@
-r"""Fine-tune ALBERT on a GLUE task: train, evaluate every checkpoint, predict, export.
+r"""Fine-tune ALBERT on a GLUE task or your own files: train, evaluate every checkpoint, predict,
+export.
 
 The original run_classifier.py's flags and defaults on tf.distribute instead of
 TPUEstimator, plus the shared training flags (--precision, --enable_xla,
@@ -11,6 +12,12 @@ TPUEstimator, plus the shared training flags (--precision, --enable_xla,
         --do_train --do_eval --do_predict --export_dir=out/MRPC/export \
         --max_seq_length=512 --train_step=800 --warmup_step=200 --learning_rate=2e-5 \
         --save_checkpoints_steps=100 --train_batch_size=32
+
+Your own CSV, TSV or JSON Lines files replace --task_name/--data_dir (albert_tf/glue/own_files.py):
+
+    python run_classifier.py --train_file=train.csv --validation_file=dev.csv \
+        --test_file=test.csv --text_column_names=premise,hypothesis --label_column_name=label \
+        --output_dir=out/mine ... (the same model, training and export flags)
 """
 
 import math
@@ -20,7 +27,7 @@ from absl import app, flags, logging
 from albert_tf import cli
 from albert_tf.export import classifier as classifier_export
 from albert_tf.export import preprocessor as preprocessor_export
-from albert_tf.glue import processors
+from albert_tf.glue import own_files, processors
 from albert_tf.glue import run as glue_run
 from albert_tf.training import flags as training_flags
 
@@ -36,9 +43,23 @@ def define_flags(flag_values):
         max_seq_length=512, train_step=1000, warmup_step=0, predict_batch_size=8,
         eval_batch_size=8, train_batch_size=32, learning_rate=5e-5, optimizer="adamw",
         save_checkpoints_steps=1000, keep_checkpoint_max=5, iterations_per_loop=1000,
-        flag_values=flag_values)
+        required=("albert_config_file",), flag_values=flag_values)
     define.string("task_name", None, "The name of the task to train: "
-                  + ", ".join(sorted(processors.PROCESSORS)) + ".")
+                  + ", ".join(sorted(processors.PROCESSORS)) + "; with the file flags, a name "
+                  "of your own (default: own_data).")
+    define.string("train_file", None, "Your own training file instead of --task_name/"
+                  "--data_dir (new): .csv (header row, quoted fields), .tsv (header row) or "
+                  ".jsonl (one JSON object a line).")
+    define.string("validation_file", None, "Your own dev file (--do_eval), as --train_file.")
+    define.string("test_file", None, "Your own test file (--do_predict), as --train_file; its "
+                  "label column may be absent.")
+    define.list("text_column_names", ["text"], "With the file flags: the text column, or two "
+                "for sentence pairs (premise,hypothesis).")
+    define.string("label_column_name", "label", "With the file flags: the label column.")
+    define.list("label_names", None, "With the file flags: every label, in the order of the "
+                "model's outputs (default: the training file's labels, sorted).")
+    define.bool("do_regression", False, "With the file flags: numeric labels, one output, "
+                "squared-error loss, scored by Pearson and Spearman as STS-B.")
     define.string("cached_dir", None, "Path to cached training and dev tfrecord files "
                   "(default: --output_dir). File names encode the task, split, "
                   "max_seq_length, casing and hashes of the vocabulary and data files.")
@@ -54,7 +75,6 @@ def define_flags(flag_values):
                  "used with the exported classifier. When specified, the threshold will be "
                  "attached to the exported SavedModel, and served along with the "
                  "predictions.")
-    flags.mark_flag_as_required("task_name", flag_values=flag_values)
 
 
 def run(flag_values):
@@ -62,10 +82,11 @@ def run(flag_values):
     if flag_values.export_preprocessor_dir and not flag_values.spm_model_file:
         raise app.UsageError("--export_preprocessor_dir needs --spm_model_file (the in-graph "
                              "tokenizer is SentencePiece)")
+    task_name = task_from_flags(flag_values)
     start = training_flags.start_fine_tuning(
         flag_values, ("do_train", "do_eval", "do_predict", "export_dir", "export_preprocessor_dir"))
     job = glue_run.ClassifierJob(
-        flag_values.task_name, flag_values.data_dir, flag_values.output_dir, start.albert_config,
+        task_name, flag_values.data_dir, flag_values.output_dir, start.albert_config,
         flag_values.max_seq_length, spm_model_file=flag_values.spm_model_file,
         vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
         cached_dir=flag_values.cached_dir, batching=start.batching)
@@ -84,6 +105,38 @@ def run(flag_values):
             flag_values.export_preprocessor_dir, job.batching.served())
         logging.info("Exported the text preprocessor %s", path)
     return summary
+
+
+def task_from_flags(flag_values):
+    """The task's name: --task_name of a GLUE task, or the user's files registered as a task
+    (every row checked first, the labels written beside the checkpoints)."""
+    files = (flag_values.train_file, flag_values.validation_file, flag_values.test_file)
+    if not any(files):
+        if not flag_values.task_name or not flag_values.data_dir:
+            raise app.UsageError("Give --task_name and --data_dir (a GLUE task), or your own "
+                                 "files with --train_file, --validation_file, --test_file")
+        return flag_values.task_name
+    if flag_values.data_dir:
+        raise app.UsageError("--data_dir is for GLUE tasks; your own files are named by "
+                             "--train_file, --validation_file and --test_file alone")
+    if len(flag_values.text_column_names) not in (1, 2):
+        raise app.UsageError(f"--text_column_names={','.join(flag_values.text_column_names)}: "
+                             "expected one column, or two for sentence pairs")
+    data = own_files.OwnData(
+        flag_values.train_file, flag_values.validation_file, flag_values.test_file,
+        tuple(flag_values.text_column_names), flag_values.label_column_name,
+        tuple(flag_values.label_names) if flag_values.label_names else
+        own_files.read_label_names(flag_values.output_dir),
+        flag_values.do_regression)
+    splits = [split for split, wanted in (("train", flag_values.do_train),
+                                          ("dev", flag_values.do_eval),
+                                          ("test", flag_values.do_predict)) if wanted]
+    labels = own_files.check_files(data, splits)
+    task_name = flag_values.task_name or "own_data"
+    own_files.register(data, task_name, labels)
+    if not data.regression:
+        own_files.write_label_names(flag_values.output_dir, labels)
+    return task_name
 
 
 def entry():
