@@ -307,3 +307,51 @@ def test_the_script_imports_a_hub_layout_masked_lm_that_run_classifier_fine_tune
         pooler_new = re.search(r"has no bert/pooler/dense/kernel, bert/pooler/dense/bias, "
                                r"output_weights, output_bias: new head", result.stderr)
         assert bool(pooler_new) == (imported == "plain_ours"), result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("class_name", ["AlbertForMaskedLM", "AlbertForTokenClassification"])
+def test_round_trip_hf_to_ours_to_hf_keeps_the_class_and_its_outputs(class_name, tmp_path):
+    """HF → import → export → HF: the same class, every tensor, logits within 1e-5 (the
+    masked-LM logits over the whole vocabulary at every position)."""
+    fields = dict(id2label={0: "O", 1: "B-PER", 2: "I-PER"},
+                  label2id={"O": 0, "B-PER": 1, "I-PER": 2}) if "Token" in class_name else {}
+    model = hf_model(class_name, seed=12, **fields)
+    save(model, str(tmp_path / "hf"), "safetensors")
+    _, architecture = hf_import.import_folder(str(tmp_path / "hf"), str(tmp_path / "ours"))
+    labels = (tmp_path / "ours" / "labels.txt").read_text().split() if "Token" in class_name else None
+    config = AlbertConfig.from_json_file(str(tmp_path / "ours" / "albert_config.json"))
+    written = hf_format.export_folder(config, str(tmp_path / "ours"), str(tmp_path / "back"),
+                                      architecture, label_names=labels)
+    assert written == architecture == CLASSES[class_name]
+    back = getattr(transformers, class_name).from_pretrained(str(tmp_path / "back"),
+                                                            attn_implementation="eager").eval()
+    assert type(back).__name__ == class_name
+    if labels:
+        assert back.config.id2label == {0: "O", 1: "B-PER", 2: "I-PER"}
+    original_state, returned_state = model.state_dict(), back.state_dict()
+    assert sorted(original_state) == sorted(returned_state)
+    for name, tensor in original_state.items():
+        np.testing.assert_array_equal(returned_state[name].numpy(), tensor.numpy(), err_msg=name)
+    batch = inputs(seed=13)
+    np.testing.assert_allclose(run_hf(back, batch).logits.numpy(), run_hf(model, batch).logits.numpy(),
+                               atol=TOLERANCE)
+
+
+def test_export_detects_a_masked_lm_checkpoint_and_keeps_its_pooler(tmp_path):
+    """A checkpoint with cls/predictions and no sentence-order head is an AlbertForMaskedLM;
+    its pooler, when it has one, is written too (keras-hub's converter reads it)."""
+    pretrained = hf_model("AlbertForPreTraining", seed=14)
+    save(pretrained, str(tmp_path / "hf"), "safetensors")
+    hf_import.import_folder(str(tmp_path / "hf"), str(tmp_path / "ours"), "masked_lm")
+    assert not [name for name in checkpoints.list_variables(str(tmp_path / "ours"))
+                if name.startswith("cls/seq_relationship")]
+    config = AlbertConfig.from_json_file(str(tmp_path / "ours" / "albert_config.json"))
+    assert hf_format.export_folder(config, str(tmp_path / "ours"), str(tmp_path / "back")) == "masked_lm"
+    state, _ = hf_weights.read_state(str(tmp_path / "back"))
+    np.testing.assert_array_equal(state["albert.pooler.weight"],
+                                  pretrained.state_dict()["albert.pooler.weight"].numpy())
+    back = transformers.AutoModelForMaskedLM.from_pretrained(
+        str(tmp_path / "back"), attn_implementation="eager").eval()
+    batch = inputs(seed=15)
+    np.testing.assert_allclose(run_hf(back, batch).logits.numpy(),
+                               run_hf(pretrained, batch).prediction_logits.numpy(), atol=TOLERANCE)
