@@ -355,3 +355,65 @@ def test_export_detects_a_masked_lm_checkpoint_and_keeps_its_pooler(tmp_path):
     batch = inputs(seed=15)
     np.testing.assert_allclose(run_hf(back, batch).logits.numpy(),
                                run_hf(pretrained, batch).prediction_logits.numpy(), atol=TOLERANCE)
+
+
+@pytest.fixture(scope="module")
+def tokenizer_json_folder(real_data, tmp_path_factory):
+    """A folder with only tokenizer.json, as transformers writes it for an ALBERT
+    SentencePiece model (a 2,000-piece Brown model without user-defined pieces)."""
+    from albert_tf.text import vocab
+    directory = tmp_path_factory.mktemp("tokenizer_json")
+    spm = vocab.train_albert_spm(real_data["brown"][:1], str(directory / "b2k"), vocab_size=2000,
+                                 user_defined_symbols=[])
+    (directory / "source").mkdir()
+    shutil.copyfile(spm, directory / "source" / "spiece.model")
+    tokenizer_class = getattr(transformers, "AlbertTokenizerFast", transformers.AlbertTokenizer)
+    tokenizer_class.from_pretrained(str(directory / "source")).save_pretrained(str(directory / "hf"))
+    if (directory / "hf" / "spiece.model").exists():  # transformers 4 writes it too
+        os.remove(directory / "hf" / "spiece.model")
+    return directory / "hf"
+
+
+def test_a_tokenizer_json_only_folder_gets_a_sentencepiece_model_with_autotokenizers_ids(
+        tokenizer_json_folder, real_data, tmp_path, caplog):
+    """The ids of the rebuilt spiece.model through the scripts' tokenization
+    (preprocess_text, encode_pieces) equal AutoTokenizer's on every line of a held-out text
+    (Botchan: not the Brown text the vocabulary was trained on)."""
+    from albert_tf.text import tokenization
+    caplog.set_level(logging.INFO, logger="absl")
+    folder = tmp_path / "hf"
+    shutil.copytree(tokenizer_json_folder, folder)
+    hf_model("AlbertModel", vocab_size=2000).save_pretrained(str(folder))
+    hf_import.import_folder(str(folder), str(tmp_path / "ours"))
+    assert "wrote" in caplog.text and "spiece.model rebuilt from tokenizer.json" in caplog.text
+    full = tokenization.FullTokenizer(None, True, str(tmp_path / "ours" / "spiece.model"))
+    auto = transformers.AutoTokenizer.from_pretrained(str(folder))
+    with open(real_data["botchan"], encoding="utf-8") as reader:
+        lines = [line for line in reader.read().splitlines() if line.strip()]
+    assert len(lines) > 4000
+    differing = [line for line in lines if auto(line)["input_ids"] != [2] + full.convert_tokens_to_ids(
+        full.tokenize(tokenization.preprocess_text(line, lower=True))) + [3]]
+    assert differing == [], (len(differing), differing[:3])
+
+
+def test_a_tokenizer_json_that_cannot_be_expressed_is_refused_with_its_reason(
+        tokenizer_json_folder, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="absl")
+    with open(tokenizer_json_folder / "tokenizer.json", encoding="utf-8") as reader:
+        data = json.load(reader)
+    cases = {"bpe": dict(data, model=dict(data["model"], type="BPE")),
+             "accents": dict(data, normalizer={"type": "Lowercase"}),
+             "added": dict(data, added_tokens=data["added_tokens"] + [
+                 {"id": 100, "content": "-", "special": False}])}
+    reasons = {"bpe": "a BPE model: only a Unigram vocabulary",
+               "accents": "the normalizer keeps accents",
+               "added": "prefixes ▁ to the text after each"}
+    for name, content in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "tokenizer.json").write_text(json.dumps(content), encoding="utf-8")
+        hf_model("AlbertModel", vocab_size=2000).save_pretrained(str(folder))
+        caplog.clear()
+        hf_import.import_folder(str(folder), str(tmp_path / f"ours_{name}"))
+        assert reasons[name] in caplog.text
+        assert not (tmp_path / f"ours_{name}" / "spiece.model").exists()

@@ -213,6 +213,14 @@ def from_hf_state(state, config, parts, source):
                             + f": expected an ALBERT with {', '.join(['encoder', *parts])}")
     original = {name: np.ascontiguousarray(state[hf_name].T if transposed else state[hf_name])
                 for name, hf_name, transposed in table}
+    if config.embedding_size == config.hidden_size:
+        weight = state.get(_projection_name(base) + ".weight")
+        bias = state.get(_projection_name(base) + ".bias")
+        if weight is not None and not (np.array_equal(weight, np.eye(config.hidden_size))
+                                       and not np.any(bias)):
+            raise HFFormatError(
+                f"{source}: embedding_size == hidden_size but embedding_hidden_mapping_in is not "
+                "the identity; the original layout has no such projection to hold it")
     num_labels = original["output_weights"].shape[0] if "output_weights" in original else None
     for name, hf_name, transposed in table:
         shape = tuple(original[name].shape)
@@ -224,14 +232,6 @@ def from_hf_state(state, config, parts, source):
                 f"config (vocab_size {config.vocab_size}, embedding_size "
                 f"{config.embedding_size}, hidden_size {config.hidden_size}, intermediate_size "
                 f"{config.intermediate_size}) expects {list(hf_expected)}")
-    if config.embedding_size == config.hidden_size:
-        weight = state.get(_projection_name(base) + ".weight")
-        bias = state.get(_projection_name(base) + ".bias")
-        if weight is not None and not (np.array_equal(weight, np.eye(config.hidden_size))
-                                       and not np.any(bias)):
-            raise HFFormatError(
-                f"{source}: embedding_size == hidden_size but embedding_hidden_mapping_in is not "
-                "the identity; the original layout has no such projection to hold it")
     return original
 
 

@@ -15,10 +15,12 @@ import shutil
 
 import numpy as np
 from absl import logging
+from tokenizers import Tokenizer
 
 from albert_tf import checkpoints
 from albert_tf.files import io_utils
-from albert_tf.huggingface import hf_format, hf_weights
+from albert_tf.huggingface import hf_format, hf_weights, spm_from_json
+from albert_tf.text import tokenization
 
 ARCHITECTURE_OF_CLASS = {name: architecture for architecture, name in hf_format.HF_CLASS.items()
                          if architecture != "regression"}
@@ -107,6 +109,7 @@ def import_folder(folder, output_dir, architecture="auto"):
     chosen = declared if architecture == "auto" else architecture
     chosen = chosen or _architecture_of_parts(taken)
     names = label_names(fields, original, chosen)
+    rebuilt = _rebuilt_spm_model(folder)  # checked (or refused) before anything is written
     original["global_step"] = np.int64(0)
     if os.path.exists(output_dir) and os.listdir(output_dir):
         raise hf_format.HFFormatError(f"{output_dir}: already exists and is not empty (nothing "
@@ -125,6 +128,9 @@ def import_folder(folder, output_dir, architecture="auto"):
                   if os.path.exists(os.path.join(folder, name))]
         for name in copied:
             shutil.copyfile(os.path.join(folder, name), os.path.join(temp, name))
+        if rebuilt:
+            with open(os.path.join(temp, "spiece.model"), "wb") as writer:
+                writer.write(rebuilt[0])
         if os.path.isdir(output_dir):
             os.rmdir(output_dir)  # empty, checked above
         os.rename(temp, output_dir)
@@ -133,11 +139,45 @@ def import_folder(folder, output_dir, architecture="auto"):
         raise
     _log_import(source, output_dir, chosen, taken, lacking, sorted(set(present) - set(taken)),
                 names)
-    if "spiece.model" not in copied:
+    if rebuilt:
+        _log_rebuilt(folder, output_dir, rebuilt)
+    elif "spiece.model" not in copied:
         logging.warning("%s: no spiece.model%s; the scripts' --spm_model_file needs the "
                         "SentencePiece model this checkpoint was trained with", folder,
                         " (tokenizer.json copied)" if copied else "")
     return os.path.join(output_dir, "model.ckpt-0"), chosen
+
+
+def _rebuilt_spm_model(folder):
+    """(serialized SentencePiece model, do_lower_case, notes) rebuilt from the folder's
+    tokenizer.json when it has no spiece.model; None otherwise."""
+    tokenizer_json = os.path.join(folder, "tokenizer.json")
+    if os.path.exists(os.path.join(folder, "spiece.model")) or not os.path.exists(tokenizer_json):
+        return None
+    try:
+        return spm_from_json.build(tokenizer_json)
+    except hf_format.HFFormatError as error:  # the weights still import; the reason is named
+        logging.warning("No spiece.model written: %s. Pass the scripts the SentencePiece model "
+                        "this checkpoint was trained with as --spm_model_file", error)
+        return None
+
+
+def _log_rebuilt(folder, output_dir, rebuilt):
+    serialized, lower, notes = rebuilt
+    sp_model = tokenization.load_sp_model(os.path.join(output_dir, "spiece.model"), serialized)
+    fast = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    lines = hf_format.number_sample()
+    differing = 0
+    for line, encoding in zip(lines, fast.encode_batch(lines)):
+        pieces = tokenization.encode_pieces(sp_model, tokenization.preprocess_text(line, lower=lower))
+        differing += encoding.ids[1:-1] != [sp_model.PieceToId(piece) for piece in pieces]
+    logging.info("%s: no spiece.model; wrote %s/spiece.model rebuilt from tokenizer.json (%d "
+                 "pieces): pass it as --spm_model_file, with --%sdo_lower_case. Its ids differ "
+                 "from tokenizer.json's on %d of %d lines of the built-in sample of numbers",
+                 folder, output_dir, sp_model.GetPieceSize(), "" if lower else "no", differing,
+                 len(lines))
+    for note in notes:
+        logging.warning("%s/tokenizer.json: %s", folder, note)
 
 
 def _architecture_of_parts(parts):
