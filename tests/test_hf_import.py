@@ -417,3 +417,83 @@ def test_a_tokenizer_json_that_cannot_be_expressed_is_refused_with_its_reason(
         hf_import.import_folder(str(folder), str(tmp_path / f"ours_{name}"))
         assert reasons[name] in caplog.text
         assert not (tmp_path / f"ours_{name}" / "spiece.model").exists()
+
+
+def keras_hub_task(task_class, seed, vocabulary_size=97, spm_model_file=None):
+    """A tiny keras-hub ALBERT task (or backbone) with every variable random."""
+    import keras_hub
+    backbone = keras_hub.models.AlbertBackbone(
+        vocabulary_size=vocabulary_size, num_layers=2, num_heads=4, num_groups=1,
+        num_inner_repetitions=1, embedding_dim=16, hidden_dim=32, intermediate_dim=37,
+        max_sequence_length=64)
+    preprocessor = None
+    if spm_model_file:
+        tokenizer = keras_hub.models.AlbertTokenizer(proto=spm_model_file)
+        preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(tokenizer)
+    model = {"AlbertBackbone": lambda: backbone,
+             "AlbertMaskedLM": lambda: keras_hub.models.AlbertMaskedLM(backbone, preprocessor=None),
+             "AlbertTextClassifier": lambda: keras_hub.models.AlbertTextClassifier(
+                 backbone, num_classes=3, preprocessor=preprocessor)}[task_class]()
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        center = 1.0 if variable.path.endswith("gamma") else 0.0
+        variable.assign(center + rng.normal(0, 0.1, variable.shape).astype(np.float32))
+    return backbone, model
+
+
+@pytest.mark.parametrize("task_class", ["AlbertBackbone", "AlbertMaskedLM", "AlbertTextClassifier"])
+def test_a_keras_hub_preset_imports_with_its_outputs(task_class, tmp_path, spm_model_file):
+    vocabulary = 4000 if task_class == "AlbertTextClassifier" else 97
+    backbone, model = keras_hub_task(task_class, 16, vocabulary, spm_model_file
+                                     if task_class == "AlbertTextClassifier" else None)
+    model.save_to_preset(str(tmp_path / "preset"))
+    _, architecture = hf_import.import_folder(str(tmp_path / "preset"), str(tmp_path / "ours"))
+    assert architecture == {"AlbertBackbone": "encoder", "AlbertMaskedLM": "masked_lm",
+                            "AlbertTextClassifier": "classification"}[task_class]
+    config = AlbertConfig.from_json_file(str(tmp_path / "ours" / "albert_config.json"))
+    assert (config.vocab_size, config.embedding_size, config.hidden_size) == (vocabulary, 16, 32)
+    batch = inputs(seed=17)
+    batch["input_ids"] = batch["input_ids"] % vocabulary
+    feed = {"token_ids": batch["input_ids"], "segment_ids": batch["segment_ids"],
+            "padding_mask": batch["input_mask"]}
+    positions = np.array([[1, 5, 11], [0, 2, 6], [1, 2, 1]], np.int32)
+    ours = {"AlbertBackbone": lambda: encoder.AlbertEncoder(config),
+            "AlbertMaskedLM": lambda: pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config)),
+            "AlbertTextClassifier": lambda: classifier.AlbertClassifier(
+                encoder.AlbertEncoder(config), 3)}[task_class]()
+    ours_feed = dict(batch, masked_lm_positions=positions) if task_class == "AlbertMaskedLM" else batch
+    ours(ours_feed)
+    report = checkpoints.load_into(ours.checkpoint_variables(), str(tmp_path / "ours"))
+    assert not report.unused and not report.mismatched
+    assert report.missing == (SOP if task_class == "AlbertMaskedLM" else [])
+    mine = ours(ours_feed, training=False)
+    theirs = backbone(feed)
+    sequence = mine["sequence_output"] if "sequence_output" in mine else None
+    if sequence is not None:
+        np.testing.assert_allclose(sequence.numpy(), np.asarray(theirs["sequence_output"]),
+                                   atol=TOLERANCE)
+        np.testing.assert_allclose(mine["pooled_output"].numpy(),
+                                   np.asarray(theirs["pooled_output"]), atol=TOLERANCE)
+    if task_class == "AlbertMaskedLM":
+        # keras-hub's masked-LM head normalises with LayerNorm epsilon 1e-5, the original's (and
+        # transformers') with 1e-12: the same weights, compared at the original's epsilon.
+        head_norm = model.masked_lm_head._intermediate_layer_norm
+        assert head_norm.epsilon == 1e-5
+        head_norm.epsilon = 1e-12
+        logits = model(dict(feed, mask_positions=positions))
+        np.testing.assert_allclose(mine["mlm_logits"].numpy(), np.asarray(logits), atol=TOLERANCE)
+    if task_class == "AlbertTextClassifier":
+        np.testing.assert_allclose(mine["logits"].numpy(), np.asarray(model(feed)), atol=TOLERANCE)
+        assert (tmp_path / "ours" / "spiece.model").read_bytes() == open(spm_model_file, "rb").read()
+
+
+def test_a_keras_hub_preset_of_another_model_is_refused(tmp_path):
+    import keras_hub
+    bert = keras_hub.models.BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2,
+                                         hidden_dim=16, intermediate_dim=20,
+                                         max_sequence_length=20)
+    bert.save_to_preset(str(tmp_path / "bert"))
+    with pytest.raises(hf_format.HFFormatError, match=r"bert/config.json: a keras-hub "
+                                                      r"BertBackbone, expected AlbertBackbone"):
+        hf_import.import_folder(str(tmp_path / "bert"), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()

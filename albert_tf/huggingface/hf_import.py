@@ -19,7 +19,7 @@ from tokenizers import Tokenizer
 
 from albert_tf import checkpoints
 from albert_tf.files import io_utils
-from albert_tf.huggingface import hf_format, hf_weights, spm_from_json
+from albert_tf.huggingface import hf_format, hf_weights, keras_hub_import, spm_from_json
 from albert_tf.text import tokenization
 
 ARCHITECTURE_OF_CLASS = {name: architecture for architecture, name in hf_format.HF_CLASS.items()
@@ -46,6 +46,8 @@ def read_config(folder):
             fields = json.load(reader)
     except ValueError as error:
         raise hf_format.HFFormatError(f"{path}: not JSON ({error})") from error
+    if keras_hub_import.is_preset(fields):
+        return fields, path
     if not isinstance(fields, dict) or fields.get("model_type") != "albert":
         found = fields.get("model_type") if isinstance(fields, dict) else None
         raise hf_format.HFFormatError(
@@ -100,6 +102,8 @@ def import_folder(folder, output_dir, architecture="auto"):
     layout, `global_step` 0), the folder's tokenizer files and, for a classifier with named
     labels, labels.txt; returns (checkpoint prefix, architecture)."""
     fields, config_path = read_config(folder)
+    if keras_hub_import.is_preset(fields):
+        return import_keras_hub_preset(folder, output_dir, config_path, fields, architecture)
     config = hf_format.albert_config_from_hf(fields, config_path)
     declared = declared_architecture(fields, config_path)
     state, source = hf_weights.read_state(folder)
@@ -110,7 +114,51 @@ def import_folder(folder, output_dir, architecture="auto"):
     chosen = chosen or _architecture_of_parts(taken)
     names = label_names(fields, original, chosen)
     rebuilt = _rebuilt_spm_model(folder)  # checked (or refused) before anything is written
-    original["global_step"] = np.int64(0)
+    copies = {name: os.path.join(folder, name) for name in hf_format.TOKENIZER_FILES
+              if os.path.exists(os.path.join(folder, name))}
+    files = {"spiece.model": rebuilt[0]} if rebuilt else {}
+    if names:
+        files[LABELS_FILE] = "".join(name + "\n" for name in names).encode("utf-8")
+    write_output(output_dir, config, original, copies, files)
+    _log_import(source, output_dir, chosen, taken, lacking, sorted(set(present) - set(taken)),
+                names)
+    if rebuilt:
+        _log_rebuilt(folder, output_dir, rebuilt)
+    elif "spiece.model" not in copies:
+        logging.warning("%s: no spiece.model%s; the scripts' --spm_model_file needs the "
+                        "SentencePiece model this checkpoint was trained with", folder,
+                        " (tokenizer.json copied)" if copies else "")
+    return os.path.join(output_dir, "model.ckpt-0"), chosen
+
+
+def import_keras_hub_preset(folder, output_dir, config_path, fields, architecture="auto"):
+    """`import_folder` for a keras-hub preset folder (`keras_hub_import`)."""
+    config, original, found, spm = keras_hub_import.read_preset(folder, config_path, fields)
+    if architecture not in ("auto", found):
+        if architecture != "encoder":
+            raise hf_format.HFFormatError(f"{folder}: --architecture={architecture}, but the "
+                                          f"preset is an {hf_format.HF_CLASS[found]}'s heads")
+        original = {name: value for name, value in original.items()
+                    if name.startswith("bert/")}
+        found = "encoder"
+    write_output(output_dir, config, original, {"spiece.model": spm} if spm else {}, {})
+    logging.info("Imported the keras-hub preset %s into %s: %s", folder, output_dir,
+                 ", ".join(sorted({"/".join(name.split("/")[:2]) for name in original})))
+    if found == "masked_lm":
+        logging.info("keras-hub's masked-LM head normalises with LayerNorm epsilon 1e-5, the "
+                     "original's with 1e-12: on the same weights the head's logits differ a "
+                     "little (the encoder's outputs do not)")
+    if not spm:
+        logging.warning("%s: no %s; the scripts' --spm_model_file needs the SentencePiece "
+                        "model this checkpoint was trained with", folder,
+                        keras_hub_import.VOCABULARY)
+    return os.path.join(output_dir, "model.ckpt-0"), found
+
+
+def write_output(output_dir, config, original, copies, files):
+    """albert_config.json, model.ckpt-0 (`original` and `global_step` 0), copies of
+    {name: source path} and {name: bytes}, all in a temporary folder renamed `output_dir` (which
+    may exist empty; nothing is overwritten)."""
     if os.path.exists(output_dir) and os.listdir(output_dir):
         raise hf_format.HFFormatError(f"{output_dir}: already exists and is not empty (nothing "
                                       "is overwritten)")
@@ -120,32 +168,19 @@ def import_folder(folder, output_dir, architecture="auto"):
     os.makedirs(temp)
     try:
         config.to_json_file(os.path.join(temp, "albert_config.json"))
-        checkpoints.write_checkpoint(os.path.join(temp, "model.ckpt-0"), original)
-        if names:
-            with open(os.path.join(temp, LABELS_FILE), "w", encoding="utf-8") as writer:
-                writer.write("".join(name + "\n" for name in names))
-        copied = [name for name in hf_format.TOKENIZER_FILES
-                  if os.path.exists(os.path.join(folder, name))]
-        for name in copied:
-            shutil.copyfile(os.path.join(folder, name), os.path.join(temp, name))
-        if rebuilt:
-            with open(os.path.join(temp, "spiece.model"), "wb") as writer:
-                writer.write(rebuilt[0])
+        checkpoints.write_checkpoint(os.path.join(temp, "model.ckpt-0"),
+                                     dict(original, global_step=np.int64(0)))
+        for name, source in copies.items():
+            shutil.copyfile(source, os.path.join(temp, name))
+        for name, content in files.items():
+            with open(os.path.join(temp, name), "wb") as writer:
+                writer.write(content)
         if os.path.isdir(output_dir):
             os.rmdir(output_dir)  # empty, checked above
         os.rename(temp, output_dir)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
-    _log_import(source, output_dir, chosen, taken, lacking, sorted(set(present) - set(taken)),
-                names)
-    if rebuilt:
-        _log_rebuilt(folder, output_dir, rebuilt)
-    elif "spiece.model" not in copied:
-        logging.warning("%s: no spiece.model%s; the scripts' --spm_model_file needs the "
-                        "SentencePiece model this checkpoint was trained with", folder,
-                        " (tokenizer.json copied)" if copied else "")
-    return os.path.join(output_dir, "model.ckpt-0"), chosen
 
 
 def _rebuilt_spm_model(folder):
