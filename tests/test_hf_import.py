@@ -170,11 +170,13 @@ def assert_imported_outputs_equal(model, architecture, output_dir, num_labels=3,
 
 
 @pytest.mark.parametrize("class_name", sorted(CLASSES))
-def test_every_transformers_class_imports_with_its_outputs(class_name, tmp_path):
+def test_every_transformers_class_imports_with_its_outputs(class_name, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="absl")
     fields = dict(num_labels=3) if "Classification" in class_name else {}
     model = hf_model(class_name, seed=1, **fields)
     save(model, str(tmp_path / "hf"), "safetensors")
     prefix, architecture = hf_import.import_folder(str(tmp_path / "hf"), str(tmp_path / "ours"))
+    assert "belong to no ALBERT part" not in caplog.text  # every tensor of the class is known
     assert architecture == CLASSES[class_name]
     assert prefix == str(tmp_path / "ours" / "model.ckpt-0")
     assert_imported_outputs_equal(model, architecture, str(tmp_path / "ours"))
@@ -233,6 +235,18 @@ def test_architecture_is_an_override(tmp_path, caplog):
     assert re.search(r"mlm/model.safetensors has no pooler \(bert/pooler/dense\): the "
                      r"fine-tuning scripts that read it .* initialise it as a new head",
                      caplog.text)
+
+
+def test_tensors_of_no_albert_part_are_named(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="absl")
+    save(hf_model("AlbertModel", seed=18), str(tmp_path / "hf"), "safetensors")
+    state, path = hf_weights.read_state(str(tmp_path / "hf"))
+    state["adapter.weight"] = np.zeros([2, 2], np.float32)
+    from safetensors import numpy as safetensors_numpy
+    safetensors_numpy.save_file(state, path, metadata={"format": "pt"})
+    hf_import.import_folder(str(tmp_path / "hf"), str(tmp_path / "ours"))
+    assert "hf/model.safetensors: 1 tensors belong to no ALBERT part and were not imported: " \
+           "adapter.weight" in caplog.text
 
 
 def test_folders_that_are_not_albert_are_refused_naming_the_file(tmp_path):

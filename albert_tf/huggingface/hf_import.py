@@ -122,6 +122,10 @@ def import_folder(folder, output_dir, architecture="auto"):
     write_output(output_dir, config, original, copies, files)
     _log_import(source, output_dir, chosen, taken, lacking, sorted(set(present) - set(taken)),
                 names)
+    unknown = _unknown_tensors(state, config)
+    if unknown:
+        logging.warning("%s: %d tensors belong to no ALBERT part and were not imported: %s",
+                        source, len(unknown), ", ".join(unknown[:8]))
     if rebuilt:
         _log_rebuilt(folder, output_dir, rebuilt)
     elif "spiece.model" not in copies:
@@ -213,6 +217,17 @@ def _log_rebuilt(folder, output_dir, rebuilt):
                  len(lines))
     for note in notes:
         logging.warning("%s/tokenizer.json: %s", folder, note)
+
+
+def _unknown_tensors(state, config):
+    """The names of `state` that no part's table holds, but for HF's tied decoder, its
+    position-id buffer and its E→H projection when E == H (the identity, checked)."""
+    base = hf_format.state_base(state)
+    known = {hf_name for part in ("encoder",) + hf_format.HEADS
+             for _, hf_name, _ in hf_format.part_table(config, part, base)}
+    extras = ("predictions.decoder.", f"{base}embeddings.position_ids",
+              f"{base}encoder.embedding_hidden_mapping_in.")
+    return sorted(name for name in state if name not in known and not name.startswith(extras))
 
 
 def _architecture_of_parts(parts):
