@@ -261,6 +261,11 @@ def test_folders_that_are_not_albert_are_refused_naming_the_file(tmp_path):
         intermediate_size=20))
     bert.save_pretrained(str(tmp_path / "bert"))
     refused(tmp_path / "bert", r"bert/config.json: model_type 'bert': expected 'albert'")
+    script = run_python(["import_from_hf.py", f"--hf_model_dir={tmp_path / 'bert'}",
+                         f"--output_dir={tmp_path / 'script_out'}"], check=False)
+    assert script.returncode == 2 and "Traceback" not in script.stderr
+    assert "bert/config.json: model_type 'bert': expected 'albert'" in script.stderr.splitlines()[-1]
+    assert not (tmp_path / "script_out").exists()
     (tmp_path / "empty").mkdir()
     refused(tmp_path / "empty", r"empty: no config.json: expected a Hugging Face model folder")
     model = hf_model("AlbertForMaskedLM")
