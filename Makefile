@@ -57,7 +57,7 @@ $(VENV_HF5)/.installed: $(VENV)/.installed requirements-hf5.txt
 
 define run-hf5-tests
 	$(VENV_HF5)/bin/python -c "import transformers as t; assert t.__version__.startswith('5.'), t.__version__"
-	$(VENV_HF5)/bin/python -m pytest -q tests/test_hf_format.py tests/test_hf_parity.py tests/test_hf_tokenizer_json.py
+	$(VENV_HF5)/bin/python -m pytest -q tests/test_hf_format.py tests/test_hf_parity.py tests/test_hf_tokenizer_json.py tests/test_hf_import.py
 endef
 
 test-hf5: $(VENV_HF5)/.installed data

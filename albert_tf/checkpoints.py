@@ -63,6 +63,7 @@ BEST_CHECKPOINT_NAME = "model.ckpt-best"
 HUB_VARIABLES = os.path.join("variables", "variables")
 HUB_SCOPE = "module/"
 ENCODER_SCOPE = "bert/"
+POOLER_SCOPE = "bert/pooler/"
 OPTIMIZER_SLOTS = ("adam_m", "adam_v", "lamb_m", "lamb_v")
 GLOBAL_STEP = "global_step"
 
@@ -301,7 +302,10 @@ def _group0_name(name):
 
 
 def _is_encoder(name):
-    return name.startswith(ENCODER_SCOPE)
+    """The variables a warm start cannot do without; the pooler is not one of them: a masked-LM,
+    tagging or SQuAD model (transformers' AlbertForMaskedLM, ...) has none, and a fine-tuning
+    script initialises it as a new head."""
+    return name.startswith(ENCODER_SCOPE) and not name.startswith(POOLER_SCOPE)
 
 
 def load_into(variables_by_name, checkpoint_path, init_from_group0=False, new_heads=False):

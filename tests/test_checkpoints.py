@@ -141,11 +141,34 @@ def test_tf1_hub_module_layout(tmp_path):
 def test_missing_encoder_variable_is_an_error_naming_it(tmp_path):
     config = small_config()
     tensors = dict(encoder.AlbertEncoder(config).checkpoint_variables())
-    del tensors["bert/pooler/dense/bias"]
+    del tensors["bert/embeddings/LayerNorm/beta"]
     prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), tensors)
     with pytest.raises(checkpoints.CheckpointError,
-                       match=f"{prefix}: encoder variable bert/pooler/dense/bias is not in the checkpoint"):
+                       match=f"{prefix}: encoder variable bert/embeddings/LayerNorm/beta is not in "
+                             "the checkpoint"):
         checkpoints.load_into(encoder.AlbertEncoder(config).checkpoint_variables(), prefix)
+
+
+def test_a_checkpoint_without_a_pooler_loads_with_the_pooler_a_new_head(tmp_path, caplog):
+    """transformers' AlbertForMaskedLM, AlbertForTokenClassification and
+    AlbertForQuestionAnswering have no pooler: their imported checkpoints warm-start every model,
+    the pooler left initialised and named at INFO as a new head."""
+    caplog.set_level(logging.INFO, logger="absl")
+    config = small_config()
+    source = encoder.AlbertEncoder(config)
+    tensors = {name: value for name, value in source.checkpoint_variables().items()
+               if not name.startswith("bert/pooler/")}
+    prefix = checkpoints.write_checkpoint(str(tmp_path / "model.ckpt-1"), tensors)
+    target = encoder.AlbertEncoder(config)
+    before = values(target)
+    report = checkpoints.load_into(target.checkpoint_variables(), prefix)
+    assert report.missing == ["bert/pooler/dense/kernel", "bert/pooler/dense/bias"]
+    after = values(target)
+    np.testing.assert_array_equal(after["bert/pooler/dense/kernel"], before["bert/pooler/dense/kernel"])
+    np.testing.assert_array_equal(after["bert/embeddings/word_embeddings"],
+                                  values(source)["bert/embeddings/word_embeddings"])
+    assert (f"Checkpoint {prefix} has no bert/pooler/dense/kernel, bert/pooler/dense/bias: new "
+            "head variables, left initialised") in caplog.text
 
 
 def test_shape_mismatch_names_the_variable(tmp_path):

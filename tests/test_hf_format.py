@@ -15,7 +15,7 @@ import torch
 import transformers
 
 from albert_tf import checkpoints
-from albert_tf.huggingface import hf_format
+from albert_tf.huggingface import hf_format, hf_import
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig
 from albert_tf.modeling import classifier, encoder, multiple_choice, pretraining, squad_heads
@@ -120,7 +120,7 @@ def test_exported_folder_loads_in_transformers_with_our_outputs(architecture, si
     assert_close(ours, theirs)
 
     # Back again: the import gives the same variables.
-    imported, imported_architecture = hf_format.import_folder(
+    imported, imported_architecture = hf_import.import_folder(
         str(tmp_path / "hf"), str(tmp_path / "back"), architecture)
     assert imported_architecture == architecture
     reader = tf.train.load_checkpoint(imported)

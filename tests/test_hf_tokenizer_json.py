@@ -20,7 +20,7 @@ from sentencepiece import sentencepiece_model_pb2
 from tokenizers import Tokenizer
 
 from albert_tf import checkpoints
-from albert_tf.huggingface import hf_format
+from albert_tf.huggingface import hf_format, hf_import
 from albert_tf.huggingface.exact import digit_comma, unigram_search
 from albert_tf.text import hf_tokenizer, tokenization, vocab
 from albert_tf.config import AlbertConfig
@@ -289,7 +289,7 @@ def test_import_from_a_folder_with_one_tokenizer_file(spm_model_file, tmp_path):
             if name != kept:
                 os.remove(os.path.join(folder, name))
         output = str(tmp_path / f"back_{kept}")
-        imported, _ = hf_format.import_folder(folder, output)
+        imported, _ = hf_import.import_folder(folder, output)
         assert sorted(name for name in os.listdir(output) if name in hf_format.TOKENIZER_FILES
                       ) == [kept]
         reader = checkpoints.list_variables(imported)

@@ -9,13 +9,16 @@ both. HF always has the E→H projection `embedding_hidden_mapping_in`; the orig
 when embedding_size == hidden_size, so the export writes the identity (exact) and the import
 requires it to be the identity.
 
-Architectures (the head a checkpoint holds):
-  pretraining          cls/predictions + cls/seq_relationship   AlbertForPreTraining
-  classification       output_weights [labels >= 2, H]          AlbertForSequenceClassification
-  regression           output_weights [1, H] (sts-b)            AlbertForSequenceClassification
-  multiple_choice      output_weights [1, H] (RACE)             AlbertForMultipleChoice
-  question_answering   cls/squad/output_weights [2, H] (v1.1)   AlbertForQuestionAnswering
-  encoder              the encoder and pooler only              AlbertModel
+Architectures (the heads a checkpoint holds; the pooler `bert/pooler/dense` is kept whenever
+the checkpoint has it, and required only where the head reads it):
+  pretraining            cls/predictions + cls/seq_relationship + pooler   AlbertForPreTraining
+  masked_lm              cls/predictions                                   AlbertForMaskedLM
+  classification         output_weights [labels >= 2, H] + pooler          AlbertForSequenceClassification
+  regression             output_weights [1, H] (sts-b) + pooler            AlbertForSequenceClassification
+  multiple_choice        output_weights [1, H] (RACE) + pooler             AlbertForMultipleChoice
+  token_classification   output_weights [labels, H] (tagging)              AlbertForTokenClassification
+  question_answering     cls/squad/output_weights [2, H] (v1.1)            AlbertForQuestionAnswering
+  encoder                the encoder alone                                 AlbertModel
 The original's SQuAD v2.0 head (XLNet-style start/end beams and an answer classifier) has no
 Hugging Face counterpart and is refused.
 """
@@ -25,7 +28,6 @@ import os
 import shutil
 
 import numpy as np
-from absl import logging
 from safetensors import numpy as safetensors_numpy
 import tensorflow as tf
 from tokenizers import Tokenizer
@@ -41,12 +43,23 @@ TOKENIZER_FILES = ("spiece.model", "tokenizer.json")
 EXACT_TOKENIZER_FILES = ("tokenization_albert_tf.py", "digit_comma.py", "unigram_search.py")
 EXACT_TOKENIZER_CLASS = "tokenization_albert_tf.AlbertTfTokenizerFast"
 HF_CLASS = {"pretraining": "AlbertForPreTraining",
+            "masked_lm": "AlbertForMaskedLM",
             "classification": "AlbertForSequenceClassification",
             "regression": "AlbertForSequenceClassification",
             "multiple_choice": "AlbertForMultipleChoice",
+            "token_classification": "AlbertForTokenClassification",
             "question_answering": "AlbertForQuestionAnswering",
             "encoder": "AlbertModel"}
 ARCHITECTURES = tuple(HF_CLASS)
+# The parts besides the encoder that each architecture needs; a pooler is kept where it is not.
+HEADS = ("pooler", "masked_lm", "sop", "classifier", "squad")
+REQUIRED_PARTS = {"pretraining": ("pooler", "masked_lm", "sop"), "masked_lm": ("masked_lm",),
+                  "classification": ("pooler", "classifier"),
+                  "regression": ("pooler", "classifier"),
+                  "multiple_choice": ("pooler", "classifier"),
+                  "token_classification": ("classifier",), "question_answering": ("squad",),
+                  "encoder": ()}
+POOLER = "bert/pooler/dense"
 # The original's activations by HF's names: its "gelu" is the tanh approximation.
 HF_ACTIVATION = {"gelu": "gelu_new", "relu": "relu", "tanh": "tanh", "linear": "linear"}
 _LAYER = {  # original suffix in group_G/inner_group_I → HF suffix in albert_layer_groups.G.albert_layers.I
@@ -61,9 +74,10 @@ class HFFormatError(errors.UserInputError):
     """A checkpoint or HF folder that cannot be converted; the message names it and why."""
 
 
-def name_table(config, architecture):
-    """[(original name, HF name, transposed)] for every variable of `architecture`."""
-    base = "" if architecture == "encoder" else "albert."
+def part_table(config, part, base="albert."):
+    """[(original name, HF name, transposed)] of one part: "encoder" (embeddings, projection,
+    transformer), "pooler", or a head (`HEADS`). `base` prefixes the encoder's and pooler's HF
+    names ("" in an AlbertModel)."""
     table = []
 
     def dense(original, hf_name):
@@ -74,74 +88,158 @@ def name_table(config, architecture):
         table.extend([(original + "/gamma", hf_name + ".weight", False),
                       (original + "/beta", hf_name + ".bias", False)])
 
-    for kind in ("word", "token_type", "position"):
-        table.append((f"bert/embeddings/{kind}_embeddings",
-                      f"{base}embeddings.{kind}_embeddings.weight", False))
-    norm("bert/embeddings/LayerNorm", f"{base}embeddings.LayerNorm")
-    if config.embedding_size != config.hidden_size:
-        dense("bert/encoder/embedding_hidden_mapping_in", f"{base}encoder.embedding_hidden_mapping_in")
-    for group in range(config.num_hidden_groups):
-        for inner in range(config.inner_group_num):
-            scope = f"bert/encoder/transformer/group_{group}/inner_group_{inner}/"
-            hf_scope = f"{base}encoder.albert_layer_groups.{group}.albert_layers.{inner}."
-            for original, hf_name in _LAYER.items():
-                (norm if original.startswith("LayerNorm") else dense)(scope + original,
-                                                                      hf_scope + hf_name)
-    dense("bert/pooler/dense", f"{base}pooler")
-    if architecture == "pretraining":
+    def output(original, hf_name):
+        table.extend([(original + "output_weights", hf_name + ".weight", False),
+                      (original + "output_bias", hf_name + ".bias", False)])
+
+    if part == "encoder":
+        for kind in ("word", "token_type", "position"):
+            table.append((f"bert/embeddings/{kind}_embeddings",
+                          f"{base}embeddings.{kind}_embeddings.weight", False))
+        norm("bert/embeddings/LayerNorm", f"{base}embeddings.LayerNorm")
+        if config.embedding_size != config.hidden_size:
+            dense("bert/encoder/embedding_hidden_mapping_in", _projection_name(base))
+        for group in range(config.num_hidden_groups):
+            for inner in range(config.inner_group_num):
+                scope = f"bert/encoder/transformer/group_{group}/inner_group_{inner}/"
+                hf_scope = f"{base}encoder.albert_layer_groups.{group}.albert_layers.{inner}."
+                for original, hf_name in _LAYER.items():
+                    (norm if original.startswith("LayerNorm") else dense)(scope + original,
+                                                                          hf_scope + hf_name)
+    elif part == "pooler":
+        dense(POOLER, f"{base}pooler")
+    elif part == "masked_lm":
         dense("cls/predictions/transform/dense", "predictions.dense")
         norm("cls/predictions/transform/LayerNorm", "predictions.LayerNorm")
-        table.extend([("cls/predictions/output_bias", "predictions.bias", False),
-                      ("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight", False),
-                      ("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias", False)])
-    elif architecture in ("classification", "regression", "multiple_choice"):
-        table.extend([("output_weights", "classifier.weight", False),
-                      ("output_bias", "classifier.bias", False)])
-    elif architecture == "question_answering":
-        table.extend([("cls/squad/output_weights", "qa_outputs.weight", False),
-                      ("cls/squad/output_bias", "qa_outputs.bias", False)])
+        table.append(("cls/predictions/output_bias", "predictions.bias", False))
+    elif part == "sop":
+        output("cls/seq_relationship/", "sop_classifier.classifier")
+    elif part == "classifier":
+        output("", "classifier")
+    elif part == "squad":
+        output("cls/squad/", "qa_outputs")
+    else:
+        raise ValueError(part)
     return table
 
 
-def _projection_name(architecture):
-    return ("" if architecture == "encoder" else "albert.") + "encoder.embedding_hidden_mapping_in"
+def hf_base(architecture):
+    """The HF prefix of the encoder's names: none in an AlbertModel."""
+    return "" if architecture == "encoder" else "albert."
+
+
+def name_table(config, architecture, pooler=True):
+    """[(original name, HF name, transposed)] for every variable of `architecture` (with the
+    pooler unless `pooler` is False and the architecture does without)."""
+    parts = ["encoder"] + list(REQUIRED_PARTS[architecture])
+    if pooler and "pooler" not in parts:
+        parts.insert(1, "pooler")
+    return [entry for part in parts for entry in part_table(config, part, hf_base(architecture))]
+
+
+def _projection_name(base):
+    return base + "encoder.embedding_hidden_mapping_in"
+
+
+def expected_shape(config, name, num_labels=None):
+    """The shape of original variable `name` under `config` (None where a dimension is the
+    head's own: the classifier's label count when `num_labels` is None)."""
+    vocab, embedding, hidden = config.vocab_size, config.embedding_size, config.hidden_size
+    intermediate = config.intermediate_size
+    fixed = {"bert/embeddings/word_embeddings": (vocab, embedding),
+             "bert/embeddings/token_type_embeddings": (config.type_vocab_size, embedding),
+             "bert/embeddings/position_embeddings": (config.max_position_embeddings, embedding),
+             "bert/encoder/embedding_hidden_mapping_in/kernel": (embedding, hidden),
+             "cls/predictions/transform/dense/kernel": (hidden, embedding),
+             "cls/predictions/output_bias": (vocab,),
+             "output_weights": (num_labels, hidden), "output_bias": (num_labels,)}
+    if name in fixed:
+        return fixed[name]
+    if name.startswith(("bert/embeddings/", "cls/predictions/transform/")):
+        return (embedding,)  # LayerNorms and the transform's bias, all of size E
+    if name.startswith(("cls/seq_relationship/", "cls/squad/")):
+        return (2, hidden) if name.endswith("output_weights") else (2,)
+    if name.endswith("ffn_1/intermediate/dense/kernel"):
+        return (hidden, intermediate)
+    if name.endswith("ffn_1/intermediate/dense/bias"):
+        return (intermediate,)
+    if name.endswith("ffn_1/intermediate/output/dense/kernel"):
+        return (intermediate, hidden)
+    return (hidden, hidden) if name.endswith("kernel") else (hidden,)
 
 
 def to_hf_state(original, config, architecture):
-    """{HF name: array} from {original name: array}."""
-    missing = [name for name, _, _ in name_table(config, architecture) if name not in original]
+    """{HF name: array} from {original name: array} (the pooler when `original` has it)."""
+    table = name_table(config, architecture, pooler=POOLER + "/kernel" in original)
+    missing = [name for name, _, _ in table if name not in original]
     if missing:
         raise HFFormatError(f"the checkpoint has no {missing[:5]} (is it a {architecture} "
                             f"checkpoint of this config?)")
     state = {hf_name: np.ascontiguousarray(original[name].T if transposed else original[name])
-             for name, hf_name, transposed in name_table(config, architecture)}
+             for name, hf_name, transposed in table}
     if config.embedding_size == config.hidden_size:  # the original has no projection: identity
-        state[_projection_name(architecture) + ".weight"] = np.eye(config.hidden_size, dtype=np.float32)
-        state[_projection_name(architecture) + ".bias"] = np.zeros(config.hidden_size, np.float32)
+        projection = _projection_name(hf_base(architecture))
+        state[projection + ".weight"] = np.eye(config.hidden_size, dtype=np.float32)
+        state[projection + ".bias"] = np.zeros(config.hidden_size, np.float32)
     return state
 
 
-def from_hf_state(state, config, architecture, source):
-    """{original name: array} from an HF state dict (`source` names it in errors)."""
-    missing = [hf_name for _, hf_name, _ in name_table(config, architecture) if hf_name not in state]
+def state_base(state):
+    """The encoder's prefix in an HF state dict: "albert." under a head, none in an AlbertModel."""
+    return "albert." if any(name.startswith("albert.") for name in state) else ""
+
+
+def parts_present(state):
+    """The parts besides the encoder (`HEADS`) whose first tensor an HF state dict holds."""
+    base = state_base(state)
+    return [part for part in HEADS if part_table(None, part, base)[0][1] in state]
+
+
+def from_hf_state(state, config, parts, source):
+    """{original name: array} of the encoder and `parts` (or an architecture's parts and its
+    pooler when present, given an architecture name) from an HF state dict; a missing tensor
+    or one whose shape disagrees with the config is an error naming `source` (the weights
+    file) and what was expected."""
+    if isinstance(parts, str):
+        parts = sorted(set(REQUIRED_PARTS[parts]) | ({"pooler"} & set(parts_present(state))))
+    base = state_base(state)
+    table = [entry for part in ["encoder"] + list(parts)
+             for entry in part_table(config, part, base)]
+    missing = [hf_name for _, hf_name, _ in table if hf_name not in state]
     if missing:
-        raise HFFormatError(f"{source}: no {missing[:5]} (is it an {HF_CLASS[architecture]}?)")
+        raise HFFormatError(f"{source}: no tensor {missing[0]}"
+                            + (f" (nor {len(missing) - 1} more: {missing[1:4]}...)"
+                               if len(missing) > 1 else "")
+                            + f": expected an ALBERT with {', '.join(['encoder', *parts])}")
+    original = {name: np.ascontiguousarray(state[hf_name].T if transposed else state[hf_name])
+                for name, hf_name, transposed in table}
     if config.embedding_size == config.hidden_size:
-        weight = state.get(_projection_name(architecture) + ".weight")
-        bias = state.get(_projection_name(architecture) + ".bias")
+        weight = state.get(_projection_name(base) + ".weight")
+        bias = state.get(_projection_name(base) + ".bias")
         if weight is not None and not (np.array_equal(weight, np.eye(config.hidden_size))
                                        and not np.any(bias)):
             raise HFFormatError(
                 f"{source}: embedding_size == hidden_size but embedding_hidden_mapping_in is not "
                 "the identity; the original layout has no such projection to hold it")
-    return {name: np.ascontiguousarray(state[hf_name].T if transposed else state[hf_name])
-            for name, hf_name, transposed in name_table(config, architecture)}
+    num_labels = original["output_weights"].shape[0] if "output_weights" in original else None
+    for name, hf_name, transposed in table:
+        shape = tuple(original[name].shape)
+        expected = expected_shape(config, name, num_labels)
+        if shape != expected:
+            hf_expected = expected[::-1] if transposed else expected
+            raise HFFormatError(
+                f"{source}: tensor {hf_name} has shape {list(state[hf_name].shape)}; the "
+                f"config (vocab_size {config.vocab_size}, embedding_size "
+                f"{config.embedding_size}, hidden_size {config.hidden_size}, intermediate_size "
+                f"{config.intermediate_size}) expects {list(hf_expected)}")
+    return original
 
 
 def detect_architecture(names_to_shapes, source):
     """The architecture of a checkpoint from its variable names (see the module docstring)."""
     if "cls/predictions/output_bias" in names_to_shapes:
-        return "pretraining"
+        return ("pretraining" if "cls/seq_relationship/output_weights" in names_to_shapes
+                else "masked_lm")
     if "cls/squad/output_weights" in names_to_shapes:
         return "question_answering"
     if any(name.startswith(("start_logits/", "answer_class/")) for name in names_to_shapes):
@@ -152,6 +250,7 @@ def detect_architecture(names_to_shapes, source):
             return "classification"
         raise HFFormatError(f"{source}: a one-output head is either regression (sts-b) or "
                             "multiple choice (RACE): pass --architecture")
+    # (a tagging head has the classifier's names: --architecture=token_classification)
     return "encoder"
 
 
@@ -171,7 +270,7 @@ def hf_config(config, architecture, num_labels=None, label_names=None):
         type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range,
         layer_norm_eps=1e-12, classifier_dropout_prob=0.1, position_embedding_type="absolute",
         pad_token_id=0, bos_token_id=2, eos_token_id=3, torch_dtype="float32")
-    if architecture in ("classification", "regression"):
+    if architecture in ("classification", "regression", "token_classification"):
         count = 1 if architecture == "regression" else num_labels
         names = label_names or [f"LABEL_{index}" for index in range(count)]
         fields["id2label"] = {str(index): str(name) for index, name in enumerate(names)}
@@ -286,57 +385,3 @@ def export_folder(config, checkpoint_path, output_dir, architecture="auto", spm_
         shutil.rmtree(temp, ignore_errors=True)
         raise
     return architecture
-
-
-def _read_state(folder):
-    safetensors_path = os.path.join(folder, "model.safetensors")
-    if os.path.exists(safetensors_path):
-        return safetensors_numpy.load_file(safetensors_path)
-    torch_path = os.path.join(folder, "pytorch_model.bin")
-    if os.path.exists(torch_path):
-        try:
-            import torch
-        except ImportError as error:
-            raise HFFormatError(f"{torch_path}: reading PyTorch weights needs torch installed "
-                                "(or convert the folder to model.safetensors)") from error
-        return {name: tensor.numpy() for name, tensor in
-                torch.load(torch_path, map_location="cpu", weights_only=True).items()}
-    raise HFFormatError(f"{folder}: neither model.safetensors nor pytorch_model.bin")
-
-
-def import_folder(folder, output_dir, architecture="auto"):
-    """Writes `<output_dir>/albert_config.json` and `<output_dir>/model.ckpt-0` (the original
-    layout, `global_step` 0) from an HF ALBERT folder, and copies whichever of spiece.model and
-    tokenizer.json it has (transformers 5 saves only tokenizer.json); returns (checkpoint
-    prefix, architecture)."""
-    config_path = os.path.join(folder, "config.json")
-    if not os.path.exists(config_path):
-        raise HFFormatError(f"{folder}: no config.json (not a Hugging Face model folder)")
-    with open(config_path, encoding="utf-8") as reader:
-        fields = json.load(reader)
-    if fields.get("model_type") != "albert":
-        raise HFFormatError(f"{config_path}: model_type {fields.get('model_type')!r}, not 'albert'")
-    config = albert_config_from_hf(fields, config_path)
-    if architecture == "auto":
-        hf_class = (fields.get("architectures") or ["AlbertModel"])[0]
-        by_class = {name: arch for arch, name in HF_CLASS.items() if arch != "regression"}
-        if hf_class not in by_class:
-            raise HFFormatError(f"{config_path}: architecture {hf_class} is not one of "
-                                f"{sorted(by_class)}")
-        architecture = by_class[hf_class]
-    state = _read_state(folder)
-    if architecture != "encoder" and not any(name.startswith("albert.") for name in state):
-        state = {f"albert.{name}": value for name, value in state.items()}
-    original = from_hf_state(state, config, architecture, folder)
-    original["global_step"] = np.int64(0)
-    tf.io.gfile.makedirs(output_dir)
-    config.to_json_file(os.path.join(output_dir, "albert_config.json"))
-    prefix = checkpoints.write_checkpoint(os.path.join(output_dir, "model.ckpt-0"), original)
-    copied = [name for name in TOKENIZER_FILES if os.path.exists(os.path.join(folder, name))]
-    for name in copied:
-        shutil.copyfile(os.path.join(folder, name), os.path.join(output_dir, name))
-    if "spiece.model" not in copied:
-        logging.warning("%s: no spiece.model%s; the scripts' --spm_model_file needs the "
-                        "SentencePiece model this checkpoint was trained with", folder,
-                        " (tokenizer.json copied)" if copied else "")
-    return prefix, architecture

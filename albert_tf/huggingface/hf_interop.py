@@ -33,8 +33,9 @@ def load_original_checkpoint(hf_model, checkpoint_prefix):
     architecture = by_class[type(hf_model).__name__]
     config = hf_format.albert_config_from_hf(hf_model.config.to_dict(), "the HF model's config")
     reader = tf.train.load_checkpoint(checkpoint_prefix)
+    stored = reader.get_variable_to_shape_map()
     original = {name: reader.get_tensor(name)
-                for name, _, _ in hf_format.name_table(config, architecture)}
+                for name, _, _ in hf_format.name_table(config, architecture) if name in stored}
     state = {name: torch.from_numpy(value) for name, value in
              hf_format.to_hf_state(original, config, architecture).items()}
     missing, unexpected = hf_model.load_state_dict(state, strict=False)

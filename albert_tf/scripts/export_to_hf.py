@@ -5,7 +5,10 @@ r"""Converts a checkpoint in the original layout to a Hugging Face model folder.
       --output_dir=sst2_hf
   python -c "import transformers; transformers.AutoModelForSequenceClassification.from_pretrained('sst2_hf')"
 
-Writes config.json (hidden_act gelu_new: the original's tanh GELU), model.safetensors and, with
+Writes config.json (hidden_act gelu_new: the original's tanh GELU), model.safetensors (the class
+of the checkpoint's head: AlbertForPreTraining, AlbertForMaskedLM for cls/predictions without a
+sentence-order head, AlbertForSequenceClassification, ...; --architecture=token_classification
+for a tagging head, whose names are a classifier's) and, with
 --spm_model_file, spiece.model, tokenizer.json and the tokenizer config; transformers 5 and
 keras-hub read it. tokenizer.json tokenizes as the original does (`albert_tf.text.hf_tokenizer`;
 Hugging Face's own ALBERT tokenizers do not), and `AutoTokenizer` loads it without
@@ -32,7 +35,8 @@ def define_flags(flag_values):
     define.string("init_checkpoint", None, "Checkpoint prefix or directory (original layout).")
     define.string("output_dir", None, "The Hugging Face folder to write (must not exist).")
     define.enum("architecture", "auto", ("auto",) + hf_format.ARCHITECTURES,
-                "The head to export; auto reads it from the checkpoint's variable names.")
+                "The head to export; auto reads it from the checkpoint's variable names "
+                "(a one-output or tagging head needs it named).")
     define.string("spm_model_file", None,
                   "SentencePiece model: written as spiece.model and as tokenizer.json.")
     define.bool("do_lower_case", True, "Whether the tokenizer lower-cases (as preprocess_text).")

@@ -4,18 +4,23 @@ r"""Converts a Hugging Face ALBERT folder to a checkpoint in the original layout
   python run_classifier.py ... --albert_config_file=albert_base/albert_config.json \
       --spm_model_file=albert_base/spiece.model --init_checkpoint=albert_base
 
-Reads config.json and model.safetensors (or pytorch_model.bin, with torch installed) and writes
+Reads config.json and the weights (model.safetensors or pytorch_model.bin, the latter with torch
+installed; one file or shards with their .index.json) of any transformers ALBERT class
+(AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
+AlbertForTokenClassification, AlbertForQuestionAnswering, AlbertForMultipleChoice) and writes
 albert_config.json and model.ckpt-0 (the original's variable names, `global_step` 0) into
---output_dir, with copies of the folder's spiece.model and tokenizer.json, whichever it has (a
-warning says when there is no spiece.model, which the scripts' --spm_model_file needs); every
-script takes it as --init_checkpoint. Nothing is
-downloaded: --hf_model_dir is a local folder. The logic is `albert_tf.huggingface.hf_format`.
+--output_dir: the encoder, and every head the weights hold (the masked-LM head as
+cls/predictions, the pooler when present); what the folder lacks is named at INFO and each
+fine-tuning script initialises it as a new head. A classifier's id2label becomes labels.txt.
+The folder's spiece.model and tokenizer.json are copied, whichever it has. Every script takes
+the output as --init_checkpoint. Nothing is downloaded: --hf_model_dir is a local folder. The
+logic is `albert_tf.huggingface.hf_import`.
 """
 
 from absl import flags, logging
 
 from albert_tf import cli
-from albert_tf.huggingface import hf_format
+from albert_tf.huggingface import hf_format, hf_import
 
 
 def define_flags(flag_values):
@@ -24,15 +29,17 @@ def define_flags(flag_values):
     define.string("hf_model_dir", None, "A local Hugging Face ALBERT model folder.")
     define.string("output_dir", None, "Where albert_config.json and model.ckpt-0 go.")
     define.enum("architecture", "auto", ("auto",) + hf_format.ARCHITECTURES,
-                "The head to import; auto reads it from config.json's architectures.")
+                "An override: auto takes the encoder and every head the weights hold; encoder "
+                "takes the encoder (and pooler) of any folder; another architecture requires "
+                "its head.")
     flags.mark_flags_as_required(["hf_model_dir", "output_dir"], flag_values=flag_values)
 
 
 def run(flag_values):
     """The whole script on parsed flags."""
-    prefix, architecture = hf_format.import_folder(flag_values.hf_model_dir, flag_values.output_dir,
+    prefix, architecture = hf_import.import_folder(flag_values.hf_model_dir, flag_values.output_dir,
                                                    flag_values.architecture)
-    logging.info("Wrote %s (%s head)", prefix, architecture)
+    logging.info("Wrote %s (%s)", prefix, architecture)
 
 
 def entry():
