@@ -22,7 +22,7 @@ Your own CSV, TSV or JSON Lines files replace --task_name/--data_dir (albert_tf/
 
 import math
 
-from absl import app, flags, logging
+from absl import app, logging
 
 from albert_tf import cli
 from albert_tf.export import classifier as classifier_export
