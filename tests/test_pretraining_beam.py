@@ -10,6 +10,7 @@ once per module: Beam's multi-processing start-up costs seconds per run.
 
 import json
 import os
+import subprocess
 import sys
 
 from absl import flags
@@ -21,6 +22,7 @@ from albert_tf.pretraining import create_data
 from albert_tf.pretraining import options as options_lib
 from albert_tf.scripts import create_pretraining_data as script
 from tests import killed_runs
+from tests.conftest import script_env
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEAM_OPTIONS = "--direct_num_workers=2 --direct_running_mode=multi_processing"
@@ -190,7 +192,7 @@ def test_dask_runner_on_a_cluster_gives_the_local_files_byte_for_byte(
     with open(first_output + ".summary.json", encoding="utf-8") as reader:
         summary = json.load(reader)
     assert _statistics(summary) == _statistics(local_summary)
-    assert summary["runner"] == "apache_beam.runners.dask.dask_runner.DaskRunner"
+    assert summary["runner"] == "DaskRunner"
 
 
 @pytest.mark.slow
@@ -205,3 +207,26 @@ def test_dask_runner_names_a_failing_input_file_and_writes_nothing(inputs, optio
             beam_options=f"--dask_client_address={dask_cluster.scheduler_address}")
     assert str(error.value).startswith(f"{blank}: input file contains no text")
     assert os.listdir(tmp_path / "out") == []
+
+
+@pytest.mark.slow
+def test_the_direct_runner_downloads_nothing_and_logs_only_the_pipeline_s_lines(
+        inputs, spm_model_file, tmp_path):
+    """Beam 2.77's DirectRunner first downloads the Prism runner (offline: a failed fetch, then
+    a fallback); --runner=DirectRunner must attempt no download, and Beam's harness lines (state
+    cache, worker pool, missing Google Cloud clients) stay out of the default log."""
+    command = [sys.executable, os.path.join(REPO_ROOT, "create_pretraining_data.py"),
+               f"--input_file={inputs[0]}", f"--output_file={tmp_path}/train",
+               f"--spm_model_file={spm_model_file}", "--dupe_factor=1", "--max_seq_length=64",
+               "--max_predictions_per_seq=10", "--runner=DirectRunner"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                            env=script_env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = result.stderr
+    for noise in ("prism", "Downloading", "Falling back", "apitools", "statecache",
+                  "worker_pool"):
+        assert noise.lower() not in log.lower(), log
+    python_lines = [line for line in log.splitlines() if ".py:" in line]  # absl's format
+    assert python_lines and all("create_data.py" in line or "beam_pipeline.py" in line
+                                for line in python_lines), log
+    assert os.path.getsize(f"{tmp_path}/train") > 0

@@ -24,6 +24,7 @@ import time
 import traceback
 
 from absl import logging
+from albert_tf.pretraining import beam_logs  # noqa: F401 (before apache_beam, which logs at import)
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
@@ -45,8 +46,12 @@ class PipelineFailed(RuntimeError):
     """The Beam pipeline failed; the message names the input file when one was at fault."""
 
 
-# Runners Beam ships but names to its `create_runner` only by their module path.
-_RUNNER_PATHS = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner"}
+# Runners Beam ships but names to its `create_runner` only by their module path. The
+# DirectRunner of Beam 2.77 first tries the Prism runner, which it downloads at run time (and
+# fails to, offline), then falls back to the FnApiRunner for a batch pipeline such as this
+# one: the FnApiRunner is asked for directly, so nothing is downloaded.
+_RUNNER_PATHS = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner",
+                 "DirectRunner": "apache_beam.runners.portability.fn_api_runner.FnApiRunner"}
 # Beam's DaskRunner puts 128 elements in a partition by default, so every input file would be
 # one task on one worker: here each file is its own partition unless the options size them.
 _DASK_PARTITIONING = ("--dask_npartitions", "--dask_partition_size")
@@ -205,6 +210,7 @@ def build(pipeline, input_files, plan, options, start_time, runner):
 def run(input_files, plan, options, beam_pipeline_options, start_time):
     """Runs the pipeline to the end and returns the run summary it wrote."""
     runner = beam_pipeline_options.get_all_options()["runner"]
+    runner = {path: name for name, path in _RUNNER_PATHS.items()}.get(runner, runner)
     pipeline = beam.Pipeline(options=beam_pipeline_options)
     build(pipeline, input_files, plan, options, start_time, runner)
     try:
