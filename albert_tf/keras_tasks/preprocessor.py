@@ -113,15 +113,21 @@ def split_pair(inputs):
 
 
 def is_text(inputs):
-    """Whether `inputs` are raw strings (a batch of them, or a pair of batches) rather than ids."""
-    if isinstance(inputs, dict):
-        return False
-    if isinstance(inputs, (tuple, list)) and len(inputs) == 2 and not isinstance(inputs[0], str):
-        inputs = inputs[0]
+    """Whether `inputs` are raw strings (a batch of them, or a pair of batches) rather than ids
+    or a dataset."""
+    if isinstance(inputs, (str, bytes)):
+        return True
     if isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
         return inputs.dtype == tf.string
-    array = np.asarray(inputs)
-    return array.dtype.kind in ("U", "S", "O")
+    if isinstance(inputs, np.ndarray):
+        return inputs.dtype.kind in ("U", "S") or (
+            inputs.dtype.kind == "O" and inputs.size > 0
+            and isinstance(inputs.flat[0], (str, bytes)))
+    if isinstance(inputs, (tuple, list)) and inputs:
+        if len(inputs) == 2 and not isinstance(inputs[0], (str, bytes)):
+            return is_text(inputs[0])
+        return isinstance(inputs[0], (str, bytes))
+    return False
 
 
 def as_text_arrays(inputs, what="x"):

@@ -181,7 +181,8 @@ class AlbertTextClassifier(keras.Model):
         if validation_data is not None and preprocessor_lib.is_text(validation_data[0]):
             validation_data = self._batches(*validation_data[:2], batch_size=batch_size,
                                             what="validation_data")
-        return super().fit(dataset, epochs=epochs, validation_data=validation_data, **kwargs)
+        return super().fit(dataset, epochs=epochs, validation_data=validation_data,
+                           shuffle=False, **kwargs)  # shuffled in `training_batches`
 
     def evaluate(self, x=None, y=None, batch_size=32, **kwargs):
         if x is None or not preprocessor_lib.is_text(x):
