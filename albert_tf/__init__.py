@@ -15,3 +15,16 @@ native_log.demote_routine_lines()  # TensorFlow's routine INFO lines on export a
 __version__ = "0.1.0"
 
 onednn_guard.cap_isa_if_amx_is_broken()
+
+# The Keras task models, `albert_tf.AlbertTextClassifier` and the optimizers, are the top of the
+# package (albert_tf/keras_tasks/); they load on first use, so importing albert_tf for a script
+# or the server does not build them, and no module below imports them.
+KERAS_TASK_NAMES = ("AlbertTextClassifier", "AlbertTextClassifierPreprocessor", "AdamWeightDecay",
+                    "LAMB", "WarmupPolynomialDecay")
+
+
+def __getattr__(name):
+    if name in KERAS_TASK_NAMES:
+        import importlib
+        return getattr(importlib.import_module("albert_tf.keras_tasks"), name)
+    raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")

@@ -7,7 +7,7 @@ import os
 from tests.conftest import REPO_ROOT
 
 PACKAGES = ("files", "text", "modeling", "huggingface", "pretraining", "glue", "squad", "race", "tagging",
-            "training", "export", "serving", "scripts", "demo")
+            "training", "export", "serving", "keras_tasks", "scripts", "demo")
 
 # Bottom first; the same list as docs/architecture.md.
 LAYERS = [
@@ -17,7 +17,7 @@ LAYERS = [
     {"checkpoints", "huggingface/"},
     {"training/"},
     {"pretraining/", "glue/", "squad/", "race/", "tagging/", "export/"},
-    {"serving/"},
+    {"serving/", "keras_tasks/"},
     {"scripts/", "demo/"},
 ]
 

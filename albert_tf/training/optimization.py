@@ -123,7 +123,15 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self.learning_rate_multipliers = tuple((pattern, float(multiplier))
                                                for pattern, multiplier in learning_rate_multipliers)
         self._names_by_key = {}
-        for original_name, variable in (variable_names or {}).items():
+        self.name_variables(variable_names or {})
+
+    def name_variables(self, variable_names):
+        """Adds `{original checkpoint name: variable}` (a model's `checkpoint_variables()`)
+        to the names exclusions and slots go by; before the optimizer is built (a Keras model's
+        `compile` does it for an optimizer made without them)."""
+        if self.built:
+            raise ValueError("name the variables before the optimizer is built on them")
+        for original_name, variable in variable_names.items():
             self._names_by_key[self._var_key(variable)] = original_name
 
     def original_name(self, variable):
