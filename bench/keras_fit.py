@@ -169,10 +169,20 @@ def main(_):
               f"load {os.getloadavg()[0]:.1f}", flush=True)
 
 
+def figure_of(ratios, loads):
+    """The one line bench/RESULTS.md renders: the ratios' median and range, and the load."""
+    return (f"fit/run_classifier per example: median {statistics.median(ratios):.2f}× over "
+            f"{len(ratios)} rounds ({min(ratios):.2f}–{max(ratios):.2f}); load "
+            f"{min(loads):.1f}–{max(loads):.1f}, shared machine")
+
+
 def write_results(per_example, rounds, loads, model, isa, examples, short, long, steps):
     """The results file of the rounds so far (rewritten after each one)."""
     ratios = [k / s for k, s in zip(per_example["keras_fit"], per_example["run_classifier"])]
     results = {
+        "workload": "AlbertTextClassifier.fit on strings against run_classifier.py, time per "
+                    "training example, tiny model, float32",
+        "figure": figure_of(ratios, loads),
         "benchmark": "AlbertTextClassifier.fit on strings vs run_classifier.py, time per "
                      "training example (difference of a short and a long run)",
         "command": "python bench/keras_fit.py " + " ".join(

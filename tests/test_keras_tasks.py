@@ -177,3 +177,13 @@ def test_folders_that_are_not_presets_are_refused_naming_the_file(pretrained, tm
         albert_tf.AlbertTextClassifier.from_preset(pretrained)
     preset = presets.read_preset(pretrained)
     assert preset.checkpoint.endswith("model.ckpt-0") and preset.task == {}
+
+
+def test_a_run_s_labels_txt_names_the_head_when_no_task_file_is_there(tmp_path):
+    """run_classifier.py on your own files and import_from_hf.py write labels.txt beside the
+    checkpoint, one label a line: from_preset takes the head's label names from it."""
+    from albert_tf.glue import own_files
+    from albert_tf.keras_tasks import presets
+    own_files.write_label_names(str(tmp_path), ("negative", "neutral", "positive"))
+    assert presets._task(str(tmp_path)) == {"label_names": ["negative", "neutral", "positive"]}
+    assert presets._task(str(tmp_path / "elsewhere")) == {}

@@ -26,7 +26,7 @@ from albert_tf.files import input_files, io_utils
 from albert_tf.glue import processors
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
-LABEL_NAMES_FILE = "label_names.txt"
+LABEL_NAMES_FILE = "labels.txt"  # as run_tagging.py and import_from_hf.py write it
 SPLIT_FLAGS = {"train": "--train_file", "dev": "--validation_file", "test": "--test_file"}
 
 
@@ -123,7 +123,7 @@ def training_labels(data):
 
 
 def write_label_names(output_dir, labels):
-    """label_names.txt beside the checkpoints: a later --do_eval or --do_predict run reads it."""
+    """labels.txt beside the checkpoints: a later --do_eval or --do_predict run reads it."""
     os.makedirs(output_dir, exist_ok=True)
     io_utils.atomic_write_text(os.path.join(output_dir, LABEL_NAMES_FILE),
                                "".join(f"{label}\n" for label in labels))

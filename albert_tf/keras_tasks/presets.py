@@ -7,6 +7,8 @@ A preset is a folder in the layout the scripts already read:
     model.ckpt-N / -best     a checkpoint in the original layout (`checkpoints`)
     text_classifier.json     written by `save_to_preset` only: label names, max_seq_length,
                              do_lower_case of a trained classifier
+    labels.txt               else the label names, one a line, as `run_classifier.py` on your
+                             own files and `import_from_hf.py` write them
 
 A published tarball, `import_from_hf.py`'s output and a fine-tuning output folder holding its
 config and SentencePiece model are all presets; of several checkpoints `model.ckpt-best` is taken,
@@ -28,6 +30,7 @@ from albert_tf.files import io_utils
 CONFIG_NAME = "albert_config.json"
 SPM_NAME = "30k-clean.model"  # the published tarballs' name, written by save_to_preset
 TASK_NAME = "text_classifier.json"
+LABELS_NAME = "labels.txt"
 
 
 class PresetError(errors.UserInputError):
@@ -68,7 +71,7 @@ def _checkpoint(folder):
 def _task(folder):
     path = os.path.join(folder, TASK_NAME)
     if not os.path.exists(path):
-        return {}
+        return _label_names_of_a_run(folder)
     with open(path, encoding="utf-8") as reader:
         try:
             task = json.load(reader)
@@ -80,6 +83,17 @@ def _task(folder):
         raise PresetError(f"{path}: 'label_names' must be a non-empty list of strings, got "
                           f"{names!r}")
     return task
+
+
+def _label_names_of_a_run(folder):
+    """labels.txt, one label a line, as `run_classifier.py` on your own files and
+    `import_from_hf.py` (a classifier's id2label) write it: the head's label names."""
+    path = os.path.join(folder, LABELS_NAME)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as reader:
+        names = [line.rstrip("\n") for line in reader if line.strip()]
+    return {"label_names": names} if names else {}
 
 
 def read_preset(folder):
