@@ -179,3 +179,37 @@ def test_handle_reload_config_request_serves_the_sent_config_until_the_file_chan
     finally:
         channel.close()
         server.shutdown()
+
+
+def test_refused_reload_logged_once_per_change_and_no_versions_warned(tmp_path, caplog):
+    """A config file that stops parsing is one warning line per different refusal (not a
+    traceback every poll); a base path emptied of versions is warned about as TF Serving does
+    ("No versions of servable ... found under base path"), its loaded version still served."""
+    base = str(tmp_path / "a")
+    write_version(base, 1, offset=1.0)
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "a" base_path: "%s" } }' % base)
+    server = serving.start_python_server(serving.ServerOptions(
+        rest_api_port=0, file_system_poll_wait_seconds=0.1,
+        model_config_file=str(config), model_config_file_poll_wait_seconds=0.1))
+    port = server.server_address[1]
+    caplog.set_level("WARNING")
+
+    def refusals():
+        return [r for r in caplog.records if "config reload refused" in r.getMessage()]
+    try:
+        config.write_text("model_config_list { not a config")
+        time.sleep(1.0)  # about ten polls
+        assert len(refusals()) == 1 and refusals()[0].exc_info is None
+        assert str(config) in refusals()[0].getMessage()
+        assert "\n" not in refusals()[0].getMessage()
+        config.write_text("model_config_list { still not")
+        time.sleep(1.0)
+        assert len(refusals()) == 2
+        tf.io.gfile.rmtree(base + "/1")
+        time.sleep(1.0)
+        warned = [r.getMessage() for r in caplog.records if "No versions" in r.getMessage()]
+        assert warned == [f"No versions of servable a found under base path {base}"]
+        assert _predict(port, "/v1/models/a") == [2.0]  # 0.5 * 2 + 1, from memory
+    finally:
+        server.shutdown()

@@ -285,3 +285,26 @@ def test_metadata_field_list_empty_or_invalid(stubs):
     request.metadata_field.append("some_stuff")
     _fails(stubs[0].GetModelMetadata, request, grpc.StatusCode.INVALID_ARGUMENT,
            "Metadata field some_stuff is not supported")
+
+
+def test_a_request_above_the_receive_limit_names_the_flag(tmp_path):
+    """grpcio's "Received message larger than max" refusal (RESOURCE_EXHAUSTED) names the flag
+    that raises the limit; a request within it is answered."""
+    base = str(tmp_path)
+    write_version(base, VERSION)
+    server = serving.start_python_server(serving.ServerOptions(
+        model_base_path=base, model_name="default", rest_api_port=0, grpc_port=0,
+        grpc_channel_arguments="grpc.max_receive_message_length=2000"))
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc.port}")
+    try:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        assert list(stub.Predict(_predict_request(), timeout=30).outputs["y"].float_val) == [4.0]
+        large = _predict_request()
+        large.inputs["x"].float_val.extend([1.0] * 999)
+        large.inputs["x"].tensor_shape.dim[0].size = 1000
+        details = _fails(stub.Predict, large, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                         "Received message larger than max")
+        assert "--grpc_channel_arguments=grpc.max_receive_message_length=" in details
+    finally:
+        channel.close()
+        server.shutdown()

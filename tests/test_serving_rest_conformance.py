@@ -588,3 +588,34 @@ def test_invalid_utf8_where_a_tf_example_is_expected_is_a_bad_request(servers, p
     assert code == 400, raw
     error = json.loads(raw)["error"]
     assert "UnicodeDecodeError" not in error and "UnicodeEncodeError" not in error
+
+
+def test_duplicate_top_level_keys_take_the_first(servers):
+    """C: http_rest_api_handler.cc looks members up with rapidjson's FindMember, which finds the
+    first of repeated keys: one row, not the three of the second "instances"."""
+    body = '{"instances": [1.0], "instances": [1.0, 2.0, 3.0]}'
+    code, _, raw = _request(servers[HALF_PLUS_TWO], "POST", _pr(), body)
+    assert (code, json.loads(raw)) == (200, {"predictions": [2.5]})
+
+
+def test_a_key_repeated_inside_an_instance_is_refused_by_name(servers):
+    """C: json_tensor.cc appends a repeated key's values and then refuses the row on its size;
+    ours refuses it naming the key (documented in docs/serving.md)."""
+    body = '{"instances": [{"x": 1.0, "x": 2.0}]}'
+    code, _, raw = _request(servers[HALF_PLUS_TWO], "POST", _pr(), body)
+    assert code == 400
+    assert "key x appears more than once" in json.loads(raw)["error"]
+
+
+def test_gzip_bodies_are_decompressed_and_limited_after(servers):
+    """C: TF Serving's net_http server decompresses `Content-Encoding: gzip` request bodies."""
+    import gzip
+    port, gz = servers[HALF_PLUS_TWO], {"Content-Encoding": "gzip"}
+    code, _, raw = _request(port, "POST", _pr(), gzip.compress(b'{"instances": [1.0, 3.0]}'), gz)
+    assert (code, json.loads(raw)) == (200, {"predictions": [2.5, 3.5]})
+    bomb = gzip.compress(b'{"instances": [1.0]}' + b" " * (65 << 20))
+    assert len(bomb) < 1 << 20
+    code, _, raw = _request(port, "POST", _pr(), bomb, gz)
+    assert code == 413 and "once decompressed" in json.loads(raw)["error"]
+    code, _, raw = _request(port, "POST", _pr(), b"not gzip", gz)
+    assert code == 400 and "not valid gzip" in json.loads(raw)["error"]

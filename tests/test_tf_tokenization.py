@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.export import preprocessor as preprocessor_module
 from albert_tf.text import tf_tokenization, tokenization
 from tests import real_lines
 
@@ -281,3 +282,47 @@ def test_special_ids_and_missing_model(tokenizers, tmp_path):
             in_graph.mask_id) == (0, 1, 2, 3, 4)
     with pytest.raises(FileNotFoundError, match="missing.model"):
         tf_tokenization.InGraphTokenizer(str(tmp_path / "missing.model"), True)
+
+
+# ---------------------------------------------------------------------------------------------
+# leading_words: the cut before tokenizing that bounds a text signature's memory (issue 51)
+
+
+def _first_ids(in_graph, texts, count):
+    return [row[:count] for row in in_graph.tokenize(tf.constant(texts)).to_list()]
+
+
+@pytest.mark.parametrize("words", [1, 3, 30])
+def test_leading_words_keep_the_first_pieces(tokenizers, lines, words):
+    in_graph, full = tokenizers[True]
+    assert in_graph.splits_at_whitespace
+    rng = random.Random(words)
+    long_texts = [" ".join(rng.sample(lines, 6)) for _ in range(20)]
+    # Words made only of non-ASCII characters or combining marks do not count towards the cut.
+    tricky = [" \u0301\u0301 ΣΑΣ 한국어 ". join(["x"] * 40), "ΌΣΟΣ  \t" * 50 + "a b " * 40,
+              "1,000, 2,000, " * 40, "\u00a0".join(["word"] * 80) + " end " * 40]
+    texts = UNICODE_CASES + lines[:40] + long_texts + tricky
+    cut = in_graph.leading_words(tf.constant(texts), words).numpy()
+    assert _first_ids(in_graph, list(cut), words) == _first_ids(in_graph, texts, words)
+    assert [python_ids(full, text.decode("utf-8", "ignore"), True)[:words]
+            for text in cut] == [python_ids(full, text, True)[:words] for text in texts]
+    # Texts with fewer counted words are kept whole; long ones are cut to a few words.
+    for text, kept in zip(texts, cut):
+        if len(text.split()) <= words:
+            assert kept == text.encode("utf-8")
+    long_cut = cut[len(UNICODE_CASES) + 40:-len(tricky)]
+    assert max(len(kept) for kept in long_cut) < 60 * words + 60
+
+
+def test_a_megabyte_text_gives_the_ids_of_its_prefix(tokenizers):
+    in_graph, full = tokenizers[True]
+    prefix = "The jury said 1,000,000, or so; Crème brûlée ΣΑΣ. "
+    text = (prefix * (1_000_000 // len(prefix) + 1))[:1_000_000]
+    preprocessor = preprocessor_module.TextPreprocessor(in_graph, max_seq_length=32)
+    whole = preprocessor.pack(tf.constant([text, "x"]), tf.constant(["", text]))
+    short = preprocessor.pack(tf.constant([prefix * 4, "x"]), tf.constant(["", prefix * 4]))
+    for name in preprocessor_module.MODEL_INPUTS:
+        assert whole[name].numpy().tolist() == short[name].numpy().tolist()
+    expected = [2] + python_ids(full, prefix * 4, True)[:30] + [3]
+    assert whole["input_ids"].numpy()[0].tolist()[:len(expected)] == expected
+    assert len(in_graph.leading_words(tf.constant([text]), 32).numpy()[0]) < 2000

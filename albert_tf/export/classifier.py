@@ -185,7 +185,8 @@ class ClassifierSignatures:
 
     def text(self, text_a, text_b):
         packed = tf_tokenization.pack_inputs(
-            [self.tokenizer.tokenize(text_a), self.tokenizer.tokenize(text_b)],
+            [self.tokenizer.tokenize(self.tokenizer.leading_words(text, self.max_seq_length))
+             for text in (text_a, text_b)],
             self.max_seq_length, self.cls_id, self.sep_id)
         return self._trimmed_outputs(packed)
 

@@ -28,7 +28,8 @@ class TextPreprocessor:
 
     def pack(self, text_a, text_b):
         packed = tf_tokenization.pack_inputs(
-            [self.tokenizer.tokenize(text_a), self.tokenizer.tokenize(text_b)],
+            [self.tokenizer.tokenize(self.tokenizer.leading_words(text, self.max_seq_length))
+             for text in (text_a, text_b)],
             self.max_seq_length, self.tokenizer.cls_id, self.tokenizer.sep_id)
         return self.batching.trim_batch(
             {name: tf.cast(packed[name], tf.int32) for name in MODEL_INPUTS}, MODEL_INPUTS)

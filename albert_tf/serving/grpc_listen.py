@@ -43,9 +43,25 @@ DEFAULT_OPTIONS = (("grpc.max_receive_message_length", 64 << 20),
 def server_options(arguments):
     """grpcio server options: the user's `arguments` ([(key, value)]), then the server's
     defaults for the keys they do not set. grpcio applies the first setting of a key, so a
-    default listed first would silently win over `--grpc_channel_arguments`."""
+    default listed first would silently win over `--grpc_channel_arguments`. The receive limit
+    is lifted in grpcio and applied by the server itself (`receive_limit`), so that its refusal
+    can name the flag."""
     given = {key for key, _ in arguments}
-    return [*arguments, *((key, value) for key, value in DEFAULT_OPTIONS if key not in given)]
+    options = [*arguments, *((key, value) for key, value in DEFAULT_OPTIONS if key not in given)]
+    return [(key, -1 if key == RECEIVE_LIMIT else value) for key, value in options]
+
+
+RECEIVE_LIMIT = "grpc.max_receive_message_length"
+
+
+def receive_limit(arguments):
+    """The largest request in bytes (-1: any) `--grpc_channel_arguments` allows."""
+    limit = dict([*DEFAULT_OPTIONS, *arguments])[RECEIVE_LIMIT]
+    try:
+        return int(limit)
+    except ValueError as error:
+        raise errors.UserInputError(f"--grpc_channel_arguments: {RECEIVE_LIMIT}={limit} is not "
+                                    f"a number of bytes") from error
 
 
 def server_credentials(ssl_config_file):

@@ -108,6 +108,30 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         return _answer(context, status, self.metrics, request.model_spec.name, "status")
 
 
+class ReceiveLimit(grpc.ServerInterceptor):
+    """Refuses a request larger than `limit` bytes (-1: none) with grpcio's RESOURCE_EXHAUSTED
+    text plus the flag that raises the limit (TF Serving accepts up to 2 GiB)."""
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None or self.limit < 0:
+            return handler
+        deserialize, behaviour, limit = handler.request_deserializer, handler.unary_unary, self.limit
+
+        def checked(raw, context):
+            if len(raw) > limit:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, (
+                    f"Received message larger than max ({len(raw)} vs. {limit}); raise it with "
+                    f"--grpc_channel_arguments={grpc_listen.RECEIVE_LIMIT}=<bytes> (up to "
+                    f"2147483647)"))
+            return behaviour(deserialize(raw) if deserialize else raw, context)
+        return grpc.unary_unary_rpc_method_handler(
+            checked, response_serializer=handler.response_serializer)
+
+
 class GrpcServer:
     """grpcio server on host:port (0 = any free port, None = no TCP port; `port` is the bound
     one) and/or the Unix socket `socket_path`, with `channel_arguments` ([(key, value)]) and
@@ -123,6 +147,7 @@ class GrpcServer:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers, thread_name_prefix="grpc"),
             maximum_concurrent_rpcs=max_concurrent_rpcs,
+            interceptors=[ReceiveLimit(grpc_listen.receive_limit(channel_arguments))],
             options=grpc_listen.server_options(channel_arguments))
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
             PredictionService(core, metrics), self._server)

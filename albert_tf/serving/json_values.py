@@ -37,7 +37,26 @@ _PARSE_MESSAGES = (("Expecting value", "Invalid value."),
                    ("Invalid \\escape", "Invalid escape character in string."),
                    ("Invalid \\u", "Incorrect hex digit after \\u escape in string."),
                    ("Invalid control character", "Invalid encoding in string."))
-_DECODER = json.JSONDecoder()
+
+
+class JsonObject(dict):
+    """A JSON object whose repeated keys keep their first value, as rapidjson's FindMember
+    finds it; `duplicates` names the repeated keys (a row of `instances` is refused on them)."""
+
+    def __init__(self, pairs=()):
+        super().__init__()
+        self.duplicates = []
+        for key, value in pairs:
+            self.add(key, value)
+
+    def add(self, key, value):
+        if key in self:
+            self.duplicates.append(key)
+        else:
+            self[key] = value
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=JsonObject)
 
 
 # --- Parsing -------------------------------------------------------------------------------------
@@ -97,11 +116,11 @@ def _parse_deep(text, index):
             after = _skip(text, index + 1)
             if not text.startswith("}", after):
                 key, index = key_at(after)
-                stack.append([{}, key])
+                stack.append([JsonObject(), key])
                 if len(stack) > MAX_JSON_DEPTH:
                     raise _parse_error(f"Nesting deeper than {MAX_JSON_DEPTH} levels.", index)
                 continue
-            value, index = {}, after + 1
+            value, index = JsonObject(), after + 1
         else:
             value, index = _scalar(text, index)
         while True:  # attach the finished value; close the containers it finishes
@@ -111,7 +130,7 @@ def _parse_deep(text, index):
             if len(frame) == 1:
                 frame[0].append(value)
             else:
-                frame[0][frame[1]] = value
+                frame[0].add(frame[1], value)
             index = _skip(text, index)
             char = text[index:index + 1]
             if char == ",":
@@ -240,7 +259,9 @@ def _json_type(value):
         return "Null"
     if isinstance(value, bool):
         return "True" if value else "False"
-    return {dict: "Object", list: "Array", str: "String"}.get(type(value), "Number")
+    if isinstance(value, dict):
+        return "Object"
+    return {list: "Array", str: "String"}.get(type(value), "Number")
 
 
 def _is_number(value):
@@ -399,6 +420,12 @@ def _from_instances(instances, input_dtypes):
         if objects:
             if not is_row_object(element):
                 raise ServingError(f"Expecting object but got list at item {index} of input list")
+            if getattr(element, "duplicates", None):
+                # TF Serving appends a repeated key's values and then refuses the row on its
+                # size; naming the key says what is wrong.
+                raise ServingError(f"Failed to process element: {index} of 'instances' list. "
+                                   f"JSON object: key {element.duplicates[0]} appears more than "
+                                   f"once")
             for name, item in element.items():
                 try:
                     add(item, name)

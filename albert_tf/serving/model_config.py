@@ -183,11 +183,17 @@ class ConfiguredModels:
         if poll_secs <= 0:
             return
         def poll():
+            refused = None
             while not self._stop.wait(poll_secs):
                 try:
                     self.reload()
-                except Exception:
-                    logging.exception("%s: reloading the model config failed", self.path)
+                    refused = None
+                except Exception as error:  # logged once per different refusal, one line
+                    if str(error) != refused:
+                        logging.warning("%s: config reload refused, the models stay as they "
+                                        "are: %s: %s", self.path, type(error).__name__,
+                                        str(error).replace("\n", " "))
+                    refused = str(error)
         threading.Thread(target=poll, daemon=True, name="model-config-poll").start()
 
     def stop_polling(self):

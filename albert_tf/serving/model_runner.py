@@ -3,13 +3,11 @@ against its signature before the graph runs, and the graph calls (through its ba
 with it, when batching is on). The request core (`request_core`) answers requests with it."""
 
 import contextlib
-import os
 import threading
 
 import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf.serving import batching
+from albert_tf.serving import batching, saved_model_files
 from albert_tf.serving.errors import ServingError
 
 DEFAULT_SIGNATURE = "serving_default"
@@ -38,9 +36,7 @@ GRAPH_CALLS = CallSlots()  # one limit per process: the CPU is shared by every m
 def all_signature_defs(model_dir):
     """Every SignatureDef proto of `<model_dir>/saved_model.pb` (tensor names, method names),
     `__saved_model_init_op` included: TF Serving's metadata lists the MetaGraphDef's whole map."""
-    saved_model = saved_model_pb2.SavedModel()
-    with tf.io.gfile.GFile(os.path.join(model_dir, "saved_model.pb"), "rb") as reader:
-        saved_model.ParseFromString(reader.read())
+    saved_model = saved_model_files.read_saved_model_proto(model_dir)
     return dict(saved_model.meta_graphs[0].signature_def.items())
 
 
@@ -58,7 +54,7 @@ class ModelRunner:
         self.model_dir, self.model_name, self.version = model_dir, model_name, version
         self.max_batch_size = max_batch_size
         self._batcher = self._make_batcher(batching_parameters)
-        self._loaded = tf.saved_model.load(model_dir)
+        self._loaded = saved_model_files.load(model_dir)
         self.signatures = dict(self._loaded.signatures)
         if not self.signatures:
             raise ServingError(f"{model_dir}: the SavedModel has no signatures", status=500)

@@ -22,6 +22,7 @@ import json
 import re
 import time
 import urllib.parse
+import zlib
 
 from absl import logging
 from starlette.concurrency import run_in_threadpool
@@ -165,7 +166,25 @@ class RestApp:
         except asyncio.TimeoutError as error:
             raise ServingError(f"request body not received within --request_timeout_secs="
                                f"{self.request_timeout_secs}", status=408) from error
-        return b"".join(chunks)
+        body = b"".join(chunks)
+        if request.headers.get("content-encoding", "").strip().lower() == "gzip":
+            return self._gunzip(body)
+        return body
+
+    def _gunzip(self, body):
+        """A gzip body decompressed (as TF Serving's HTTP server does), the size limit applied
+        to the decompressed bytes without ever holding more than that."""
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            data = decompressor.decompress(body, self.max_body_bytes + 1)
+        except zlib.error as error:
+            raise ServingError(f"Content-Encoding: gzip body is not valid gzip ({error})") from error
+        if len(data) > self.max_body_bytes:
+            raise ServingError(f"request body exceeds --max_body_bytes={self.max_body_bytes} "
+                               f"once decompressed (Content-Encoding: gzip)", status=413)
+        if not decompressor.eof:
+            raise ServingError("Content-Encoding: gzip body is truncated")
+        return data
 
 
 def _api_name(parsed):

@@ -183,6 +183,9 @@ class ServedVersions:
         is AVAILABLE."""
         retries = self.max_num_load_retries if retries is None else retries
         dirs = version_dirs(self.export_dir)
+        if not dirs and self._dirs:  # once when the last version goes; the loaded stay served
+            logging.warning("No versions of servable %s found under base path %s",
+                            self.model_name, self.export_dir)
         on_disk = sorted(dirs, reverse=True)
         with self._lock:
             self._dirs = dirs

@@ -31,6 +31,7 @@ import unicodedata
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.text import regex_classes, tokenization
 
@@ -44,6 +45,10 @@ _FINAL_SIGMA = 0x3C2
 _TABULATED_RANGES = (range(0, 0xD800), range(0xE000, 0x40000), range(0xE0000, 0xE1000))
 # Character classes for Final_Sigma, probed from Python's own str.lower().
 _OTHER, _CASE_IGNORABLE, _CASED = 0, 1, 2
+# SentencePiece's built-in normalisers: per-character maps, none with a space inside a rule.
+_BUILTIN_NORMALIZERS = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
+# RE2's largest counted repetition.
+_RE2_MAX_REPEAT = 1000
 
 
 def _code_points():
@@ -154,6 +159,7 @@ class InGraphTokenizer(tf.Module):
         self.sep_id = sp_model.PieceToId("[SEP]")
         self.mask_id = sp_model.PieceToId("[MASK]")
         self._comma_id = sp_model.PieceToId(",")
+        self.splits_at_whitespace = _splits_at_whitespace(proto)
         # Kept as a variable so the model file can be recovered from a loaded SavedModel.
         self.sp_model_proto = tf.Variable(proto, dtype=tf.string, trainable=False,
                                           name="sp_model_proto")
@@ -189,6 +195,32 @@ class InGraphTokenizer(tf.Module):
         starts, ends = self._to_original_offsets(text, ids, starts, ends, orig_start, orig_end,
                                                  byte_splits)
         return ids, starts, ends
+
+    def leading_words(self, strings, words):
+        """Each string cut after its first `words` whitespace-delimited words that contain
+        printable ASCII, or whole when it has fewer; its first `words` pieces are unchanged.
+
+        Why the pieces cannot change: the cut falls on ASCII whitespace, where preprocessing
+        (strip, whitespace collapsing, per-character NFKD and lowercasing, Final_Sigma, whose
+        context stops at a space) ends a word, and SentencePiece (a built-in per-character
+        normaliser, no piece with "▁" after its first character) starts a piece, so every
+        kept word is split into the pieces it gets in the whole text. A word with printable
+        ASCII keeps that character through NFKD, lowercasing and SentencePiece's
+        normalisation, so it yields at least one piece: the kept words give at least `words`
+        pieces. Without those SentencePiece properties, or beyond RE2's repetition limit,
+        strings are returned whole.
+        """
+        if not self.splits_at_whitespace or words > _RE2_MAX_REPEAT:
+            return strings
+        # Per repetition: words without printable ASCII, then one with it, then the
+        # whitespace that ends it. RE2's \s is [\t\n\f\r ], all of them str.isspace().
+        word = r"\s*(?:[^\s!-~]+\s+)*\S*[!-~]\S*\s"
+        rest = tf.strings.regex_replace(strings, f"^(?:{word}){{{words}}}", "",
+                                        replace_global=False)
+        length = tf.strings.length(strings)
+        matched = length - tf.strings.length(rest)  # a match ends in whitespace: never empty
+        return tf.strings.substr(strings, tf.zeros_like(length),
+                                 tf.where(matched > 0, matched, length))
 
     # ----------------------------------------------------------------------------------------
     # preprocess_text
@@ -361,6 +393,16 @@ class InGraphTokenizer(tf.Module):
         new_start = tf.where(empty, anchor, _safe_gather(orig_start, row_base + start))
         new_end = tf.where(empty, anchor, _safe_gather(orig_end, row_base + end - 1))
         return ids.with_flat_values(new_start), ids.with_flat_values(new_end)
+
+
+def _splits_at_whitespace(proto_bytes):
+    """Whether SentencePiece starts a piece at every space, so text can be cut there."""
+    proto = sentencepiece_model_pb2.ModelProto.FromString(proto_bytes)
+    spec = proto.normalizer_spec
+    return (not proto.trainer_spec.treat_whitespace_as_suffix
+            and spec.name in _BUILTIN_NORMALIZERS and not spec.normalization_rule_tsv
+            and all(tokenization.SPIECE_UNDERLINE not in piece.piece[1:]
+                    for piece in proto.pieces))
 
 
 def pack_inputs(segments, max_seq_length, cls_id, sep_id):
