@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+import types
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from albert_tf.huggingface import hf_format, hf_import, hf_weights
 from albert_tf.modeling import (classifier, encoder, multiple_choice, pretraining, squad_heads,
                                 token_classifier)
 from tests.conftest import run_python
+from tests.test_hf_format import batch as hf_format_batch
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-5
@@ -80,19 +82,8 @@ def save(model, folder, form):
 
 
 def inputs(choices=None, seed=0):
-    """Padded rows (lengths 12, 7, 3), two segments; [3, choices, 12] for multiple choice."""
-    rng = np.random.default_rng(seed)
-    rows = 3 * (choices or 1)
-    ids = rng.integers(5, SIZES["vocab_size"], (rows, 12)).astype(np.int32)
-    mask, segments = np.zeros_like(ids), np.zeros_like(ids)
-    for row in range(rows):
-        length = [12, 7, 3][row % 3]
-        mask[row, :length], ids[row, length:] = 1, 0
-        segments[row, length // 2:length] = 1
-    arrays = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
-    if choices:
-        arrays = {name: value.reshape(3, choices, 12) for name, value in arrays.items()}
-    return arrays
+    """test_hf_format's padded rows (lengths 12, 7, 3; [3, choices, 12] for multiple choice)."""
+    return hf_format_batch(types.SimpleNamespace(vocab_size=SIZES["vocab_size"]), choices, seed)
 
 
 def run_hf(model, batch):
