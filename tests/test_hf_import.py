@@ -21,6 +21,7 @@ from safetensors import torch as safetensors_torch
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.huggingface import hf_format, hf_import, hf_weights
+from albert_tf.training import checkpointing
 from albert_tf.modeling import (classifier, encoder, multiple_choice, pretraining, squad_heads,
                                 token_classifier)
 from tests.conftest import run_python
@@ -174,6 +175,21 @@ def test_every_transformers_class_imports_with_its_outputs(class_name, tmp_path,
     if "Classification" in class_name:  # config.json's id2label, in id order
         assert (tmp_path / "ours" / "labels.txt").read_text().split() == [
             "LABEL_0", "LABEL_1", "LABEL_2"]
+    # run_classifier.py's --init_checkpoint path on the folder: the whole encoder loads, and
+    # only the new head (with the pooler, for a class without one) is left initialised.
+    config = AlbertConfig.from_json_file(str(tmp_path / "ours" / "albert_config.json"))
+    # A folder with a classification head (multiple choice: one output per choice) keeps it.
+    own_head = {"AlbertForSequenceClassification": 3, "AlbertForMultipleChoice": 1,
+                "AlbertForTokenClassification": 3}  # the original names every such head alike
+    fine_tuned = classifier.AlbertClassifier(encoder.AlbertEncoder(config),
+                                             own_head.get(class_name, 2))
+    fine_tuned(inputs())
+    report = checkpointing.warm_start(fine_tuned.checkpoint_variables(), str(tmp_path / "ours"))
+    new_head = set() if class_name in own_head else {"output_weights", "output_bias"}
+    if class_name in ("AlbertForMaskedLM", "AlbertForTokenClassification",
+                      "AlbertForQuestionAnswering"):
+        new_head |= {"bert/pooler/dense/kernel", "bert/pooler/dense/bias"}
+    assert set(report.missing) == new_head and not report.mismatched, str(report)
 
 
 @pytest.mark.parametrize("form", ["bin", "sharded_safetensors", "sharded_bin"])
