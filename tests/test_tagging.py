@@ -186,3 +186,52 @@ def test_names_are_scored_by_span_f1(real_data, spm_model_file, tiny_config, tmp
     assert 20 < summary["best_value"] <= 100, summary
     assert (out / "labels.txt").read_text().split() == ["B-NAME", "I-NAME", "O"]
     assert tf.io.gfile.exists(str(out / "model.ckpt-best.index"))
+
+
+def test_json_lines_are_read_as_conll_and_bad_lines_are_named(tmp_path):
+    conll = _write(tmp_path / "conll" / "train.txt", "EU B-ORG\nrejects O\n\nPeter B-PER\n")
+    lines = _write(tmp_path / "jsonl" / "train.jsonl",
+                   '{"tokens": ["EU", "rejects"], "tags": ["B-ORG", "O"]}\n\n'
+                   '{"tokens": ["Peter"], "tags": ["B-PER"]}\n')
+    assert [(s.words, s.tags) for s in reader.read_sentences(lines)] == [
+        (s.words, s.tags) for s in reader.read_sentences(conll)]
+    assert reader.split_path(str(tmp_path / "jsonl"), "train") == lines  # no train.txt there
+    assert reader.label_list(str(tmp_path / "jsonl")) == ["B-ORG", "B-PER", "O"]
+    renamed = _write(tmp_path / "ner.jsonl", '{"words": ["EU"], "ner_tags": ["B-ORG"]}\n')
+    assert reader.read_sentences(renamed, reader.Columns("words", "ner_tags"))[0].tags == (
+        "B-ORG",)
+    for text, message in [
+            ('{"tokens": ["EU"]}\n', r"line 1: no key 'tags'.*--tags_column_name"),
+            ('{"tokens": ["EU"], "tags": ["O"]}\n{"tokens": ["a", "b"], "tags": ["O"]}\n',
+             r"line 2: 2 tokens but 1 tags"),
+            ('{"tokens": ["EU rejects"], "tags": ["O"]}\n', r"line 1, key 'tokens': expected"),
+            ('{"tokens": ["EU"], "tags": [1]}\n', r"line 1, key 'tags': expected"),
+            ('["EU", "O"]\n', r"line 1: expected a JSON object per line, got list"),
+            ('{"tokens": ["EU"], \n', r"line 1: not JSON")]:
+        bad = _write(tmp_path / "bad.jsonl", text)
+        with pytest.raises(errors.UserInputError, match=r"bad.jsonl, " + message):
+            reader.read_sentences(bad)
+    with pytest.raises(errors.UserInputError, match=r"empty.jsonl: no sentences"):
+        reader.read_sentences(_write(tmp_path / "empty.jsonl", "\n"))
+
+
+@pytest.mark.slow
+def test_json_lines_train_exactly_as_the_same_sentences_in_conll(real_data, spm_model_file,
+                                                                  tiny_config, tmp_path):
+    """The JSON Lines copy of a CoNLL slice, under other keys, gives the same dev scores and
+    test predictions: the files differ, the run does not."""
+    conll_dir = _slice(real_data, "names", tmp_path, {"train": 300, "dev": 60, "test": 30})
+    json_dir = tmp_path / "names_jsonl"
+    for split in ("train", "dev", "test"):
+        sentences = reader.read_sentences(os.path.join(conll_dir, f"{split}.txt"))
+        _write(json_dir / f"{split}.jsonl", "".join(
+            json.dumps({"words": s.words, "ner_tags": s.tags}) + "\n" for s in sentences))
+    common = ("--do_train", "--do_eval", "--do_predict", "--train_step=20", "--warmup_step=2",
+              "--learning_rate=1e-3", "--save_checkpoints_steps=20", "--length_buckets=off")
+    _run(conll_dir, tmp_path / "conll_out", tiny_config, spm_model_file, *common)
+    _run(str(json_dir), tmp_path / "json_out", tiny_config, spm_model_file, *common,
+         "--tokens_column_name=words", "--tags_column_name=ner_tags")
+    for name in ("eval_results.txt", "test_predictions.txt", "labels.txt"):
+        assert (tmp_path / "json_out" / name).read_text() == (
+            tmp_path / "conll_out" / name).read_text(), name
+    assert "best_f1 = " in (tmp_path / "json_out" / "eval_results.txt").read_text()

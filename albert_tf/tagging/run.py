@@ -27,17 +27,19 @@ class TaggingJob(fine_tuning.FineTuningJob):
 
     def __init__(self, data_dir, output_dir, albert_config, max_seq_length, spm_model_file=None,
                  vocab_file=None, do_lower_case=True,
-                 batching=length_buckets_lib.PADDED):
+                 batching=length_buckets_lib.PADDED, columns=reader.DEFAULT_COLUMNS):
+        """`columns`: the keys of JSON Lines sentences (`reader.Columns`)."""
         super().__init__(output_dir, albert_config, max_seq_length, spm_model_file, vocab_file,
                          do_lower_case, batching)
         self.data_dir = data_dir
         self.word_pieces = features.WordPieces(self.tokenizer, do_lower_case)
-        self.labels = reader.label_list(data_dir)
+        self.columns = columns
+        self.labels = reader.label_list(data_dir, columns)
 
     def records(self, split):
         """(cached record path, sentences) of `split`, the records written first if missing."""
         data_file = reader.split_path(self.data_dir, split)
-        sentences = reader.read_sentences(data_file)
+        sentences = reader.read_sentences(data_file, self.columns)
         path = feature_records.cached_record_path(
             self.output_dir, "tagging", split, self.max_seq_length, data_file, self.vocabulary,
             self.do_lower_case, bool(self.word_pieces.tokenizer.sp_model))
