@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling import layers
+from albert_tf.modeling.bias import add_bias
 
 
 def attention_adder(input_mask):
@@ -56,7 +57,7 @@ class SelfAttention(keras.layers.Layer):
     def _rows(self, rows, kernel, bias):
         """Token rows ([B·S, H], or packed [N, H]) through a stored 2-D kernel: the one MatMul
         projection of the padded and the packed path."""
-        return tf.nn.bias_add(tf.matmul(tf.reshape(rows, (-1, self.hidden_size)), kernel), bias)
+        return add_bias(tf.matmul(tf.reshape(rows, (-1, self.hidden_size)), kernel), bias)
 
     def _heads(self, inputs, kernel, bias, packing):
         """[B,S,H] (or packed [N,H]) → [B,S,N,D]."""

@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling import fused
+from albert_tf.modeling.bias import add_bias
 
 LAYER_NORM_EPSILON = 1e-12  # tf.contrib.layers.layer_norm's hard-coded value (Keras default: 1e-3)
 MASK_ADDER = -10000.0
@@ -112,7 +113,7 @@ class Dense(keras.layers.Layer):
         return tf.reshape(flat, tf.concat([tf.shape(inputs)[:-1], [self.output_width]], axis=0))
 
     def _add_bias(self, outputs):
-        return outputs if self.bias is None else tf.nn.bias_add(outputs, self.bias)
+        return outputs if self.bias is None else add_bias(outputs, self.bias)
 
     def _activate(self, outputs, training):
         if self.activation is None:

@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.modeling import layers, saving, task_model
+from albert_tf.modeling.bias import add_bias
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -48,7 +49,7 @@ class MaskedLMHead(keras.layers.Layer):
         if training and rows.shape.is_fully_defined():
             dtype = self.transform.compute_dtype
             rows, table, bias = tf.cast(rows, dtype), tf.cast(table, dtype), tf.cast(bias, dtype)
-        logits = tf.nn.bias_add(tf.matmul(rows, table, transpose_b=True), bias)
+        logits = add_bias(tf.matmul(rows, table, transpose_b=True), bias)
         return tf.reshape(logits, tf.concat([tf.shape(masked_lm_positions), [logits.shape[-1]]], axis=0))
 
     def checkpoint_variables(self):
