@@ -5,6 +5,7 @@ Python or TensorFlow traceback that does not say which of the run's many files i
 `read_text` names the file, and for bad bytes the line and the byte offset to look at.
 """
 
+import json
 import os
 
 from albert_tf import errors
@@ -62,3 +63,20 @@ def decode_utf8(data, path):
 def read_text(path, what="input file"):
     """The file's text (UTF-8), with every problem named as `check_file` and `decode_utf8` do."""
     return decode_utf8(read_bytes(path, what), path)
+
+
+def json_object_lines(path, text, error_type=errors.UserInputError):
+    """Yields (line number, object) of JSON Lines `text` read from `path`, skipping blank lines;
+    a line that is not a JSON object raises `error_type` naming the file and line."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise error_type(f"{path}, line {number}: not JSON ({error.msg} at column "
+                             f"{error.colno})") from None
+        if not isinstance(row, dict):
+            raise error_type(f"{path}, line {number}: expected a JSON object per line, got "
+                             f"{type(row).__name__}")
+        yield number, row

@@ -17,7 +17,6 @@ raises `OwnDataError` naming the file, the line and the column.
 import csv
 import dataclasses
 import io
-import json
 import math
 import os
 from typing import Optional, Tuple
@@ -66,7 +65,7 @@ def read_rows(path):
     kind = file_format(path)
     text = input_files.read_text(path, "data file")
     if kind == "jsonl":
-        yield from _json_lines(path, text)
+        yield from input_files.json_object_lines(path, text, OwnDataError)
         return
     reader = csv.reader(io.StringIO(text, newline=""),
                         **({"delimiter": "\t", "quotechar": None} if kind == "tsv" else {}))
@@ -81,21 +80,6 @@ def read_rows(path):
                                f"has {len(header)} ({', '.join(header)}); quote fields that hold "
                                "the delimiter")
         yield reader.line_num, dict(zip(header, fields))
-
-
-def _json_lines(path, text):
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise OwnDataError(f"{path}, line {number}: not JSON ({error.msg} at column "
-                               f"{error.colno})") from None
-        if not isinstance(row, dict):
-            raise OwnDataError(f"{path}, line {number}: expected a JSON object per line, got "
-                               f"{type(row).__name__}")
-        yield number, row
 
 
 def _value(path, line, row, column, what):

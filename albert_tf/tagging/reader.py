@@ -103,18 +103,8 @@ def read_sentences(path, columns=DEFAULT_COLUMNS):
 
 def _read_json_lines(path, columns):
     sentences = []
-    for number, line in enumerate(input_files.read_text(path, "tagging file").splitlines(),
-                                  start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise TaggingDataError(f"{path}, line {number}: not JSON ({error.msg} at column "
-                                   f"{error.colno})") from None
-        if not isinstance(row, dict):
-            raise TaggingDataError(f"{path}, line {number}: expected a JSON object per line, "
-                                   f"got {type(row).__name__}")
+    text = input_files.read_text(path, "tagging file")
+    for number, row in input_files.json_object_lines(path, text, TaggingDataError):
         words = _string_list(row, columns.tokens, "--tokens_column_name", path, number)
         tags = _string_list(row, columns.tags, "--tags_column_name", path, number)
         if len(words) != len(tags):
