@@ -50,8 +50,8 @@ def build_hf(config, reference, directory):
                                           reference.checkpoint_variables())
     hf_config = hf_interop.huggingface_config(
         config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation=None)
-    model = transformers.AlbertForPreTraining(hf_config)
-    return hf_interop.load_original_checkpoint(model, prefix).albert.eval()
+    model = transformers.AlbertModel(hf_config)
+    return hf_interop.load_original_checkpoint(model, prefix).eval()
 
 
 def main():
