@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -124,3 +125,17 @@ def test_the_tfrecord_check_benchmark_writes_its_file_in_a_tiny_real_run(tmp_pat
         written = json.load(reader)
     assert KEYS_DOCS_READ <= set(written) and written["details"]["settings"]["records"] == 200
     assert written["figure"].startswith("seconds for the whole file: start-up check ")
+
+
+def test_rerunning_a_transcribed_rows_command_writes_that_rows_file(run_all):
+    """bench/RESULTS.md: to replace a transcribed row, rerun its command; its script then writes
+    the file the row renders from."""
+    scripts = _scripts(run_all)
+    for path in sorted(os.listdir(os.path.join(BENCH, "results"))):
+        with open(os.path.join(BENCH, "results", path), encoding="utf-8") as reader:
+            result = json.load(reader)
+        script = re.search(r"bench/(\w+\.py)", result["command"])
+        if "provenance" not in result or not script:
+            continue  # measured by its script, or by a command that is no script of bench/
+        assert path[:-len(".json")] in scripts.get(script.group(1), ()), (
+            f"bench/results/{path}: its command runs bench/{script.group(1)}, which does not write it")
