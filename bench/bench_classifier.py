@@ -25,6 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
@@ -181,13 +182,17 @@ def report_training(config, batch):
     hf_step = np.median(training[("HF PyTorch AdamW", "float32")]) / 1000.0
     print(f"\nFine-tuning, batch {batch} x seq {SEQ} (round-robin, median of "
           f"{FLAGS.train_steps} steps after a warm-up step):\n")
-    print("| implementation | precision | s/step | examples/s | vs HF float32 |")
-    print("|---|---|---|---|---|")
-    for (name, precision), times in training.items():
-        seconds = np.median(times) / 1000.0
-        print(f"| {name} | {precision} | {seconds:.2f} | {batch / seconds:.1f} | "
-              f"{hf_step / seconds:.2f}x |")
-
+    table = [machine.row("fine-tuning", f"{name}, {precision}", batch / (np.median(times) / 1000.0),
+                         "examples/s", "HF's float32", batch / hf_step)
+             for (name, precision), times in training.items()]
+    print("| implementation | examples/s | vs HF float32 |")
+    print("|---|---|---|")
+    for entry in table:
+        print(f"| {entry['name']} | {entry['value']:.1f} | {entry['ratio']:.2f}x |")
+    print("written:", machine.write_results(
+        "classifier_training", f"GLUE fine-tuning step, ALBERT-base, batch {batch} × {SEQ}, AdamW, "
+        "against HF PyTorch", table, lambda entry: entry["name"].startswith("albert-tf"),
+        {"train_steps": FLAGS.train_steps, "batch": batch, "seq": SEQ}))
 
 def report_serving(config):
     work = tempfile.mkdtemp(prefix="bench_classifier_export_")
@@ -216,13 +221,19 @@ def report_serving(config):
           f"each; batch 32: {FLAGS.batch_runs} calls each):\n")
     print("| implementation | precision | batch | p50 ms | p99 ms | p50 vs HF float32 |")
     print("|---|---|---|---|---|---|")
+    table = []
     for serving_batch, results in serving.items():
         hf_p50 = np.median(results[("HF PyTorch eval, no_grad", "float32")])
         for (name, precision), times in results.items():
             p50, p99 = np.percentile(times, [50, 99])
             print(f"| {name} | {precision} | {serving_batch} | {p50:.1f} | {p99:.1f} | "
                   f"{hf_p50 / p50:.2f}x |")
-
+            table.append(machine.row(f"batch {serving_batch} p50", f"{name}, {precision}", p50, "ms",
+                                     "HF's float32", hf_p50, f"p99 {p99:.0f} ms"))
+    print("written:", machine.write_results(
+        "classifier_serving", f"exported classifier latency, ALBERT-base, seq {SEQ}, p50 (p99), "
+        "against HF PyTorch", table, lambda entry: entry["name"].startswith("albert-tf"),
+        {"latency_runs": FLAGS.latency_runs, "batch_runs": FLAGS.batch_runs, "seq": SEQ}))
 
 if __name__ == "__main__":
     app.run(main)

@@ -88,6 +88,8 @@ flags.DEFINE_bool("serving_hf", True, "--measure=serving: also time Hugging Face
 FLAGS = flags.FLAGS
 
 SEQ, SQUAD_SEQ = 128, 384
+# The rows the figure in bench/RESULTS.md shows: ours with length buckets, each against HF.
+HEADLINE_ROWS = ("ours, length buckets", "ours, `ids` signature", "ours v2.0, length buckets")
 
 
 
@@ -187,7 +189,8 @@ def measure_training(config, spm_file, work_dir):
           f"{max(lengths)}), batch {FLAGS.train_batch_size}, {FLAGS.train_steps} steps each")
     for name, rate in rates.items():
         print(f"  {name:32s} {rate:7.1f} examples/s  {rate / reference:5.2f}× HF")
-    return rates
+    return [machine.row("fine-tuning", name, rate, "examples/s", "HF's", reference)
+            for name, rate in rates.items()]
 
 
 # ---------------------------------------------------------------------------------- serving
@@ -236,6 +239,7 @@ def measure_serving(config, spm_file, work_dir):
         config, num_labels=2, attn_implementation=None)).eval()
     reference_name = ("HF eval, no_grad, no padding" if FLAGS.serving_hf
                       else "ours, `ids` signature")
+    table = []
     print(f"\nServing latency, movie-review sentences, max_seq_length {SEQ}, round-robin")
     print(f"| implementation | batch | p50 ms | p99 ms | p50 CPU ms | p50 vs {reference_name} |")
     print("|---|---|---|---|---|---|")
@@ -274,6 +278,9 @@ def measure_serving(config, spm_file, work_dir):
             p50, p99 = np.percentile(values, [50, 99])
             print(f"| {name} | {batch} | {p50:.1f} | {p99:.1f} | {np.median(cpu_times[name]):.1f} "
                   f"| {p50 / reference:.2f}× |")
+            table.append(machine.row(f"serving batch {batch} p50", name, p50, "ms",
+                                     f"{reference_name}'s time", reference, f"p99 {p99:.0f} ms"))
+    return table
 
 
 def bfloat16_signatures(config, float_model, spm_file, policy="bfloat16"):
@@ -376,7 +383,8 @@ def measure_squad(config, spm_file, work_dir):
           f"{FLAGS.squad_passes} passes")
     for name, rate in rates.items():
         print(f"  {name:32s} {rate:7.1f} features/s  {rate / reference:5.2f}× HF")
-    return rates
+    return [machine.row("SQuAD prediction", name, rate, "features/s", "HF's", reference)
+            for name, rate in rates.items()]
 
 
 def main(_):
@@ -386,15 +394,21 @@ def main(_):
           f"TensorFlow {tf.__version__}; "
           f"TF_ENABLE_ONEDNN_OPTS={os.environ.get('TF_ENABLE_ONEDNN_OPTS', 'unset (oneDNN on)')}")
     config = AlbertConfig.from_json_file(CONFIG)
+    measures = {"training": measure_training, "serving": measure_serving, "squad": measure_squad}
+    table = []
     with tempfile.TemporaryDirectory(prefix="bench_dynamic_length_") as work_dir:
         spm_file = spm_model(work_dir)
-        if "training" in FLAGS.measure:
-            measure_training(config, spm_file, work_dir)
-        if "serving" in FLAGS.measure:
-            measure_serving(config, spm_file, work_dir)
-        if "squad" in FLAGS.measure:
-            measure_squad(config, spm_file, work_dir)
-
+        for part, measure in measures.items():
+            if part in FLAGS.measure:
+                table += measure(config, spm_file, work_dir)
+    avx512 = "avx512f" in precision_choice.cpu_description()[1]
+    print("written:", machine.write_results(
+        "dynamic_length_avx512" if avx512 else "dynamic_length_avx2",
+        "real-length text: length buckets against HF's dynamic padding "
+        f"({'AVX-512' if avx512 else 'AVX2 only'})", table,
+        lambda entry: entry["name"] in HEADLINE_ROWS,
+        {name: FLAGS[name].value for name in ("measure", "train_steps", "squad_passes", "squad_copies",
+                                               "latency_runs", "batch_runs", "serving_exports")}))
 
 if __name__ == "__main__":
     app.run(main)

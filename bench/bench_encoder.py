@@ -17,8 +17,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -50,8 +50,8 @@ def build_hf(config, reference, directory):
                                           reference.checkpoint_variables())
     hf_config = hf_interop.huggingface_config(
         config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation=None)
-    model = transformers.AlbertForPreTraining(hf_config)
-    return hf_interop.load_original_checkpoint(model, prefix).albert.eval()
+    model = transformers.AlbertModel(hf_config)
+    return hf_interop.load_original_checkpoint(model, prefix).eval()
 
 
 def main():
@@ -111,11 +111,17 @@ def main():
           f"threads: TF intra-op {tf.config.threading.get_intra_op_parallelism_threads() or 'default'}, "
           f"torch {torch.get_num_threads()}")
     print(f"{'variant':40s} {'median ms':>10s} {'vs HF f32':>10s} {'max|diff| vs HF':>16s}")
+    table = []
     for name, values in times.items():
         median = statistics.median(values)
         difference = np.abs(outputs[name] - outputs["HF PyTorch float32"]).max()
         print(f"{name:40s} {median * 1000:10.1f} {median / hf_median:10.2f} {difference:16.2e}")
-
+        table.append(machine.row("forward", name, median * 1000, "ms", "HF's float32 time",
+                                 hf_median * 1000, f"max |difference| from HF {difference:.1e}"))
+    print("written:", machine.write_results(
+        "encoder_forward", f"encoder forward, ALBERT {args.model}, batch {args.batch_size} × "
+        f"{args.seq_length}, against HF PyTorch", table, lambda entry: entry["name"].startswith("ours"),
+        {"repeats": args.repeats, "warmup": args.warmup, "only": args.only}))
 
 if __name__ == "__main__":
     main()

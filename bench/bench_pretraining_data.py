@@ -33,7 +33,9 @@ from absl import flags
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 from albert_tf.text import vocab  # noqa: E402  (needs the repository on the path)
 
 BASELINE_INSTANCES_PER_SECOND = 143.0  # The original script, issue 3, this machine kind.
@@ -233,6 +235,14 @@ def main(argv):
           f" (target 4x)")
     if not identical:
         sys.exit("num_workers 1 and 2 or the Beam runs gave different outputs")
+    table = [machine.row("after start-up", r["label"], r["instances_per_second"], "instances/s",
+                         "the original script (issue 3's rate)", BASELINE_INSTANCES_PER_SECOND,
+                         f"peak PSS {r['peak_rss_mib']:.0f} MiB") for r in results]
+    print("written:", machine.write_results(
+        "pretraining_data", f"pretraining data, Brown {megabytes:.0f} MB, seq 512, against the original "
+        "script's rate", table, lambda entry: entry["name"].startswith("w2-"),
+        {"vocab_size": FLAGS.vocab_size, "runs": [{key: value for key, value in r.items() if key != "output"}
+                                                  for r in results]}))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 
 from absl import app, flags, logging  # noqa: E402
 import numpy as np  # noqa: E402
@@ -207,11 +208,18 @@ def main(_):
           f"{peak['float32'] / 1e9:.1f}, bfloat16 {peak['mixed_bfloat16'] / 1e9:.1f}")
     print("\n| implementation | precision | batch | s/step | examples/s | vs HF float32 | MFU |")
     print("|---|---|---|---|---|---|---|")
+    table = []
     for name, precision, batch, seconds, rate, ratio, flops in rows:
         mfu = flops / seconds / peak[precision]
         print(f"| {name} | {precision} | {batch} | {seconds:.2f} | {rate:.2f} | {ratio:.2f}x "
               f"| {100 * mfu:.0f}% |")
-
+        table.append(machine.row(f"batch {batch}", f"{name}, {precision}", rate, "examples/s",
+                                 "HF's float32", rate / ratio, f"MFU {100 * mfu:.0f}%"))
+    print("written:", machine.write_results(
+        "pretraining_step", f"pretraining step, ALBERT-base, batch {' / '.join(FLAGS.batch_sizes)} × "
+        f"{SEQ}, LAMB, against HF PyTorch AdamW", table,
+        lambda entry: entry["name"].startswith("albert-tf"),
+        {"steps": FLAGS.steps, "enable_xla": FLAGS.enable_xla, "product_rates": rates}))
 
 if __name__ == "__main__":
     app.run(main)

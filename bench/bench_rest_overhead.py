@@ -29,6 +29,8 @@ REFERENCE_REPO = flags.DEFINE_string("reference_repo", None,
                                      "Checkout timed first, as the reference (None: no reference).")
 ROUNDS = flags.DEFINE_integer("rounds", 7, "Rounds per request shape; the fastest is reported.")
 ROUND_SECS = flags.DEFINE_float("round_secs", 0.4, "CPU seconds per round.")
+WRITE_RESULTS = flags.DEFINE_bool("write_results", True, "Write bench/results/rest_overhead.json "
+                                  "(off in the reference's subprocess).")
 
 
 def _write_model(base):
@@ -69,7 +71,7 @@ CASES = {
 def _reference():
     """{case: CPU µs per request} of --reference_repo, timed by this script in a subprocess."""
     command = [sys.executable, os.path.abspath(__file__), f"--repo={REFERENCE_REPO.value}",
-               f"--rounds={ROUNDS.value}", f"--round_secs={ROUND_SECS.value}"]
+               f"--rounds={ROUNDS.value}", f"--round_secs={ROUND_SECS.value}", "--nowrite_results"]
     lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     rows = [json.loads(line) for line in lines.splitlines() if line.startswith("{")]
     return {row["case"]: row["cpu_us_per_request"] for row in rows if "case" in row}
@@ -97,6 +99,7 @@ def main(argv):
     with tempfile.TemporaryDirectory() as base:
         _write_model(base)
         handler = rest_app.RestApp(_served(base), metrics.RequestMetrics())
+        table = []
         for name, (verb, document) in CASES.items():
             body = json.dumps(document).encode()
             route = rest_app.Route("POST", f"/v1/models/m:{verb}")
@@ -114,6 +117,14 @@ def main(argv):
                 row.update(reference_cpu_us_per_request=reference[name],
                            ratio_to_reference=round(min(per_request) / reference[name], 2))
             print(json.dumps(row))
+            table.append(machine.row("CPU per request", name, min(per_request), "µs",
+                                     *(("the reference checkout", reference[name]) if name in reference
+                                       else (None, None))))
+    if WRITE_RESULTS.value:
+        print("written:", machine.write_results(
+            "rest_overhead", "the built-in server's REST request handling in-process (JSON in, tiny "
+            f"model, JSON out), CPU time, the fastest of {ROUNDS.value} rounds", table, lambda entry: True,
+            {"rounds": ROUNDS.value, "round_secs": ROUND_SECS.value, "reference": bool(reference)}))
 
 
 if __name__ == "__main__":

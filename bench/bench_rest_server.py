@@ -2,7 +2,7 @@
 127.0.0.1: batching off and on, REST and gRPC, cold and warm, and under 2x CPU overload.
 
   python bench/bench_rest_server.py --clients=64 --requests=5
-  python bench/bench_grpc_server.py ...          (the same, gRPC only)
+  python bench/bench_rest_server.py --protocols=grpc      (gRPC only)
 
 Exports a randomly initialised classifier of the base config (with its TF Serving warm-up
 file) and, for each batching setting and protocol, starts a fresh `serve.py
@@ -245,6 +245,7 @@ def _measure(root):
         print(json.dumps({"in_process_rows_per_s": rows_per_second,
                           "batching_gain_ceiling": round(
                               rows_per_second[batch_size] / rows_per_second[1], 2)}), flush=True)
+    runs_done = {}
     for batching in FLAGS.batching:
         for protocol in FLAGS.protocols:
             server, rest_port, grpc_port, startup = start_server(
@@ -279,9 +280,28 @@ def _measure(root):
                         row["vs_in_process"] = round(row["requests_per_s"]
                                                      / row["in_process_rows_per_s"], 2)
                     print(json.dumps(row), flush=True)
+                    runs_done[(batching, protocol, phase)] = row
             finally:
                 server.terminate()
                 server.wait(timeout=60)
+    print("written:", machine.write_results(
+        "rest_server", f"built-in server, {FLAGS.config} config, {FLAGS.clients} clients, batching "
+        f"{'/'.join(FLAGS.batching)}, {' and '.join(FLAGS.protocols)}", results_table(runs_done),
+        lambda entry: entry["name"] == "batching on" and entry["what"].endswith(" warm"),
+        {name: FLAGS[name].value for name in ("clients", "requests", "seq", "config", "protocols",
+                                               "batching", "batching_parameters", "overload")}))
+
+
+def results_table(runs_done):
+    """Each run's requests/s, against batching off in the same protocol and phase where both ran."""
+    table = []
+    for (batching, protocol, phase), run in runs_done.items():
+        off = runs_done.get(("off", protocol, phase))
+        reference = ("batching off", off["requests_per_s"]) if off and batching == "on" else (None, None)
+        table.append(machine.row(
+            f"{protocol} {phase}", f"batching {batching}", run["requests_per_s"], "requests/s", *reference,
+            f"p50 {run['p50_ms']} ms, p99 {run['p99_ms']} ms, {run['connection_errors']} connection errors"))
+    return table
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from absl import app, flags, logging  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.demo import precision_choice, recipe  # noqa: E402
 import bench_pretraining_step  # noqa: E402
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 
 flags.DEFINE_list("settings", ["float32", "float32+2cpu", "mixed_bfloat16",
                                "mixed_bfloat16+2cpu", "float32+xla"],
@@ -48,6 +49,8 @@ flags.DEFINE_string("baseline_tree", None, "A directory holding an earlier `albe
                     "`git archive <commit> albert_tf | tar -x -C DIR`): settings written "
                     "`baseline:<setting>` run that code, so a change is measured against the "
                     "code before it in the same run.")
+flags.DEFINE_string("results_name", "small_pretraining", "Writes bench/results/<this>.json (a "
+                    "name of its own for a comparison that is not the default one).")
 flags.DEFINE_string("worker", None, "Internal: run one setting, stepping once per stdin line.")
 FLAGS = flags.FLAGS  # --steps (measured steps per setting) comes from bench_pretraining_step
 
@@ -146,6 +149,7 @@ def main(_):
           f"average at end: {os.getloadavg()[0]:.1f}")
     print("| setting | s/step (min-max) | tokens/s | vs first | CPU s/step | of product rate |")
     print("|---|---|---|---|---|---|")
+    table = []
     for name, values in times.items():
         walls = [wall for wall, _ in values]
         seconds = statistics.median(walls)
@@ -154,7 +158,13 @@ def main(_):
         print(f"| {name} | {seconds:.3f} ({min(walls):.3f}-{max(walls):.3f}) | "
               f"{batch * seq / seconds:,.0f} | {reference / seconds:.2f}x | {cpu:.3f} | "
               f"{100 * flops / seconds / product:.0f}% |")
-
+        table.append(machine.row("step", name, seconds, "s", f"{FLAGS.settings[0]}'s time", reference,
+                                 f"{min(walls):.3f}–{max(walls):.3f} s over {len(walls)} steps"))
+    print("written:", machine.write_results(
+        FLAGS.results_name, f"pretraining step of make demo's small model (hidden {config.hidden_size}, "
+        f"batch {batch} × {seq}), settings against {FLAGS.settings[0]}", table,
+        lambda entry: entry["name"] != FLAGS.settings[0],
+        {"settings": FLAGS.settings, "steps": FLAGS.steps, "baseline_tree": FLAGS.baseline_tree}))
 
 if __name__ == "__main__":
     app.run(main)

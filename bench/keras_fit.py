@@ -10,14 +10,12 @@ run_classifier.py the same number of examples in steps of 32); the time per exam
 difference of the two wall times over the difference of the examples, so start-up, tokenization
 (up front in both), tracing and the final checkpoint cancel. Runs alternate between the tools,
 round-robin `--repeats` times, on a machine that may be shared; the median of each tool's
-figures is taken. Writes `bench/results/keras_fit.json` (command, CPU, ISA, load, date).
+figures is taken. Writes `bench/results/keras_fit.json` after each round (`machine.write_results`).
 
     .venv/bin/python bench/keras_fit.py [--repeats=3] [--epochs=1,3]
 """
 
 import csv
-import datetime
-import json
 import math
 import os
 import shutil
@@ -27,8 +25,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from absl import app, flags  # noqa: E402
+
+import machine  # noqa: E402  bench/machine.py: the script's own directory is on sys.path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(REPO, "albert_tf", "configs", "albert_tiny_cpu.json")
@@ -38,8 +39,7 @@ LEARNING_RATE = 5e-5
 
 flags.DEFINE_string("work_dir", os.path.join(REPO, "bench", "out", "keras_fit"),
                     "Scratch folder: vocabulary, task files, preset, run outputs.")
-flags.DEFINE_string("results", os.path.join(REPO, "bench", "results", "keras_fit.json"),
-                    "The results file to write.")
+flags.DEFINE_string("results_name", "keras_fit", "Writes bench/results/<this>.json.")
 flags.DEFINE_list("epochs", ["1", "3"], "The short and the long training, in epochs.")
 flags.DEFINE_integer("repeats", 3, "Round-robin rounds.", lower_bound=1)
 flags.DEFINE_integer("examples", 2000, "Training examples: the first rows of SST-2's train.tsv.",
@@ -131,13 +131,10 @@ def main(_):
     if FLAGS.keras_child_epochs:
         keras_child(FLAGS.keras_child_epochs)
         return
-    from albert_tf.demo import precision_choice
     spm, train_file, preset = prepare(FLAGS.work_dir)
     examples = len(read_task_file(train_file)[0])
     short, long = (int(epochs) for epochs in FLAGS.epochs)
     steps = {epochs: math.ceil(epochs * examples / BATCH_SIZE) for epochs in (short, long)}
-    model, isa = precision_choice.cpu_description()
-    loads = [os.getloadavg()[0]]
     per_example = {"keras_fit": [], "run_classifier": []}
     rounds = []
     for round_index in range(FLAGS.repeats):
@@ -154,7 +151,6 @@ def main(_):
                     shutil.rmtree(output_dir, ignore_errors=True)
                     command = classifier_command(spm, preset, steps[epochs], output_dir)
                 seconds[(tool, epochs)] = wall_seconds(command)
-                loads.append(os.getloadavg()[0])
         keras = (seconds[("keras_fit", long)] - seconds[("keras_fit", short)]) / (
             (long - short) * examples)
         script = (seconds[("run_classifier", long)] - seconds[("run_classifier", short)]) / (
@@ -163,53 +159,38 @@ def main(_):
         per_example["run_classifier"].append(script)
         rounds.append({f"{tool} {epochs} epochs": round(value, 2)
                        for (tool, epochs), value in seconds.items()})
-        write_results(per_example, rounds, loads, model, isa, examples, short, long, steps)
+        write_results(per_example, rounds, examples, short, long, steps)
         print(f"round {round_index + 1}: keras fit {keras * 1e3:.3f} ms/example, "
               f"run_classifier {script * 1e3:.3f} ms/example, ratio {keras / script:.3f}; "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
 
 
-def figure_of(ratios, loads):
-    """The one line bench/RESULTS.md renders: the ratios' median and range, and the load."""
-    return (f"fit/run_classifier per example: median {statistics.median(ratios):.2f}× over "
-            f"{len(ratios)} rounds ({min(ratios):.2f}–{max(ratios):.2f}); load "
-            f"{min(loads):.1f}–{max(loads):.1f}, shared machine")
+def results_table(per_example):
+    """Each round's time per example, Keras against run_classifier.py, and their medians."""
+    table = [machine.row(f"round {index + 1}", "AlbertTextClassifier.fit", 1e3 * keras, "ms/example",
+                         "run_classifier.py", 1e3 * script)
+             for index, (keras, script) in enumerate(zip(per_example["keras_fit"],
+                                                         per_example["run_classifier"]))]
+    ratios = [entry["ratio"] for entry in table]
+    table.append(machine.row(
+        f"median of {len(table)} rounds", "AlbertTextClassifier.fit",
+        1e3 * statistics.median(per_example["keras_fit"]), "ms/example", "run_classifier.py",
+        1e3 * statistics.median(per_example["run_classifier"]),
+        f"ratio per round {statistics.median(ratios):.2f}, {min(ratios):.2f}–{max(ratios):.2f}"))
+    return table
 
 
-def write_results(per_example, rounds, loads, model, isa, examples, short, long, steps):
+def write_results(per_example, rounds, examples, short, long, steps):
     """The results file of the rounds so far (rewritten after each one)."""
-    ratios = [k / s for k, s in zip(per_example["keras_fit"], per_example["run_classifier"])]
-    results = {
-        "workload": "AlbertTextClassifier.fit on strings against run_classifier.py, time per "
-                    "training example, tiny model, float32",
-        "figure": figure_of(ratios, loads),
-        "benchmark": "AlbertTextClassifier.fit on strings vs run_classifier.py, time per "
-                     "training example (difference of a short and a long run)",
-        "command": "python bench/keras_fit.py " + " ".join(
-            f"--{name}={FLAGS[name].value if not isinstance(FLAGS[name].value, list) else ','.join(FLAGS[name].value)}"
-            for name in ("repeats", "epochs", "examples")),
-        "cpu": model, "isa": isa, "cores": len(os.sched_getaffinity(0)),
-        "load_average": {"min": min(loads), "max": max(loads)},
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "shared_machine": True,
-        "setup": {"config": "albert_tf/configs/albert_tiny_cpu.json", "precision": "float32",
-                  "max_seq_length": MAX_SEQ_LENGTH, "batch_size": BATCH_SIZE,
-                  "train_file": "the first rows of the SST-2 train.tsv of make data's movie reviews",
-                  "train_examples": examples, "epochs": [short, long],
-                  "run_classifier_steps": [steps[short], steps[long]]},
-        "ms_per_example": {tool: [round(value * 1e3, 4) for value in values]
-                           for tool, values in per_example.items()},
-        "ratio_per_round": [round(ratio, 3) for ratio in ratios],
-        "median_ratio_keras_over_run_classifier": round(statistics.median(ratios), 3),
-        "wall_seconds_per_round": rounds,
-    }
-    os.makedirs(os.path.dirname(FLAGS.results), exist_ok=True)
-    with open(FLAGS.results + ".tmp", "w", encoding="utf-8") as writer:
-        json.dump(results, writer, indent=2)
-        writer.write("\n")
-    os.replace(FLAGS.results + ".tmp", FLAGS.results)
-    return results
-
+    return machine.write_results(
+        FLAGS.results_name, "AlbertTextClassifier.fit on strings against run_classifier.py, time per "
+        "training example, tiny model, float32", results_table(per_example),
+        lambda entry: entry["what"].startswith("median"),
+        {"config": "albert_tf/configs/albert_tiny_cpu.json", "precision": "float32",
+         "max_seq_length": MAX_SEQ_LENGTH, "batch_size": BATCH_SIZE,
+         "train_file": "the first rows of the SST-2 train.tsv of make data's movie reviews",
+         "train_examples": examples, "epochs": [short, long],
+         "run_classifier_steps": [steps[short], steps[long]], "wall_seconds_per_round": rounds})
 
 if __name__ == "__main__":
     app.run(main)

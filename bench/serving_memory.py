@@ -115,15 +115,15 @@ def main(_):
             runs[label] = measure(os.path.abspath(repo), spm_model, os.path.join(work, label),
                                   body)
             print(label, runs[label], flush=True)
-    figure = (f"one {len(body) / 1e6:.0f} MB REST predict of {FLAGS.texts} texts (text signature, "
-              f"max_seq_length 32): peak RSS {runs['reference']['peak_rss_mb']} MB before the cut, "
-              f"{runs['this']['peak_rss_mb']} MB after (idle {runs['this']['rss_before_mb']} MB); "
-              f"answered in {runs['reference']['request_secs']} s before, "
-              f"{runs['this']['request_secs']} s after")
-    print(figure)
-    print(machine.write_results("serving_memory", "serve.py memory under one large text request",
-                                figure, runs))
-
+    this, reference = runs["this"], runs["reference"]
+    table = [machine.row("peak RSS", "this checkout", this["peak_rss_mb"], "MB", "the reference checkout",
+                         reference["peak_rss_mb"], f"idle {this['rss_before_mb']} MB"),
+             machine.row("answered in", "this checkout", this["request_secs"], "s",
+                         "the reference checkout", reference["request_secs"])]
+    print(machine.write_results(
+        "serving_memory", f"serve.py memory under one {len(body) / 1e6:.0f} MB REST predict of "
+        f"{FLAGS.texts} texts (text signature, max_seq_length 32)", table, lambda entry: True,
+        {"texts": FLAGS.texts, "megabytes": FLAGS.megabytes, "runs": runs}))
 
 if __name__ == "__main__":
     app.run(main)

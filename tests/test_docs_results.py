@@ -164,15 +164,18 @@ def test_a_benchmark_writes_the_results_file_the_current_figures_render_from(tmp
     spec = importlib.util.spec_from_file_location("bench_machine", os.path.join(REPO_ROOT, "bench", "machine.py"))
     bench_machine = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench_machine)
-    path = bench_machine.write_results("toy", "a toy workload", "1.23× the reference", {"runs": 3},
+    monkeypatch.setattr(bench_machine, "LOAD_BEFORE", 0.0)
+    table = [bench_machine.row("step", "ours", 1.23, "s", "the reference", 1.0)]
+    path = bench_machine.write_results("toy", "a toy workload", table, lambda entry: True, {"runs": 3},
                                        results_dir=str(tmp_path))
     with open(path, encoding="utf-8") as reader:
         written = json.load(reader)
     assert {"workload", "figure", "command", "cpu", "isa", "load", "date", "details"} <= set(written)
-    assert written["details"] == {"runs": 3} and float(written["load"]) >= 0
+    assert written["details"] == {"settings": {"runs": 3}, "table": table}
     monkeypatch.setattr(docs_results, "BENCH", str(tmp_path))
-    table = docs_results.render_bench_current("")
-    assert "| a toy workload | 1.23× the reference |" in table and "(transcribed)" not in table
+    rendered = docs_results.render_bench_current("")
+    assert "| a toy workload | step: ours 1.23 s = 1.23× the reference |" in rendered
+    assert "(transcribed)" not in rendered
 
 
 def test_a_study_json_of_make_paper_renders_its_tables_and_findings(tmp_path, monkeypatch):
