@@ -85,6 +85,8 @@ flags.DEFINE_list("serving_exports", ["bfloat16", "int8"], "Exports measured bes
 flags.DEFINE_bool("serving_hf", True, "--measure=serving: also time Hugging Face (the ratios' "
                   "reference). Without it the reference is our float32 `ids` signature: on a "
                   "loaded machine PyTorch's waiting threads slow the calls timed after it.")
+flags.DEFINE_string("serving_results", None, "--measure=serving: also write "
+                    "bench/results/<this>.json (bench/machine.py) with every row.")
 FLAGS = flags.FLAGS
 
 SEQ, SQUAD_SEQ = 128, 384
@@ -239,6 +241,7 @@ def measure_serving(config, spm_file, work_dir):
     print(f"\nServing latency, movie-review sentences, max_seq_length {SEQ}, round-robin")
     print(f"| implementation | batch | p50 ms | p99 ms | p50 CPU ms | p50 vs {reference_name} |")
     print("|---|---|---|---|---|---|")
+    rows = []
     for batch, runs in ((1, FLAGS.latency_runs), (32, FLAGS.batch_runs)):
         requests = serving_requests(tokenizer, batch, runs + 3)
         calls = {
@@ -272,8 +275,47 @@ def measure_serving(config, spm_file, work_dir):
         reference = np.median(times[reference_name])
         for name, values in times.items():
             p50, p99 = np.percentile(values, [50, 99])
+            # per request against the reference's call in the same round: the spread the
+            # machine's noise leaves on the ratio
+            per_round = np.array(values) / np.array(times[reference_name])
+            low, high = np.percentile(per_round, [25, 75])
             print(f"| {name} | {batch} | {p50:.1f} | {p99:.1f} | {np.median(cpu_times[name]):.1f} "
                   f"| {p50 / reference:.2f}× |")
+            rows.append({"implementation": name, "batch": batch, "p50_ms": round(float(p50), 2),
+                         "p99_ms": round(float(p99), 2),
+                         "p50_vs_reference": round(float(p50 / reference), 3),
+                         "per_round_ratio_p25_p75": [round(float(low), 3), round(float(high), 3)]})
+    return reference_name, rows
+
+
+def write_serving_results(reference_name, rows):
+    """bench/results/<--serving_results>.json: every implementation's p50 against the
+    reference's, the line `make docs` renders naming the bfloat16 and int8 exports' ratios."""
+    if not FLAGS.serving_results:
+        return
+    by_name = {(row["implementation"], row["batch"]): row for row in rows}
+
+    def ratio(name, batch):
+        row = by_name.get((name, batch))
+        if row is None:
+            return None
+        low, high = row["per_round_ratio_p25_p75"]
+        return f"{row['p50_vs_reference']:.2f}× (per request {low:.2f}–{high:.2f})"
+
+    parts = []
+    for batch in (1, 32):
+        named = [(label, ratio(name, batch)) for label, name in (
+            ("bfloat16 export", "ours, `ids`, bfloat16 export"),
+            ("weights cast per call", "ours, `ids`, mixed_bfloat16 export (weights cast per call)"),
+            ("int8 model.tflite", "ours, `ids`, int8 model.tflite")) if (name, batch) in by_name]
+        parts.append(f"batch {batch}: " + ", ".join(f"{label} {value}" for label, value in named))
+    figure = (f"p50 against {reference_name}: " + "; ".join(parts)
+              + f"; load {os.getloadavg()[0]:.1f}, shared machine")
+    print("written:", machine.write_results(
+        FLAGS.serving_results,
+        f"exported classifier p50 by export precision, ALBERT-base, movie-review sentences, "
+        f"max_seq_length {SEQ}, round-robin", figure,
+        {"reference": reference_name, "rows": rows}))
 
 
 def bfloat16_signatures(config, float_model, spm_file, policy="bfloat16"):
@@ -391,7 +433,7 @@ def main(_):
         if "training" in FLAGS.measure:
             measure_training(config, spm_file, work_dir)
         if "serving" in FLAGS.measure:
-            measure_serving(config, spm_file, work_dir)
+            write_serving_results(*measure_serving(config, spm_file, work_dir))
         if "squad" in FLAGS.measure:
             measure_squad(config, spm_file, work_dir)
 
