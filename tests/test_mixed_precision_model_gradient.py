@@ -18,10 +18,10 @@ tokens, 10 masked positions each, dropout off), with the loss of `PretrainingTas
    parameter where autocast happens to be nearly exact. The key bias (truth 0) compares absolute
    errors, as every parameter does here.
 
-Before the residual stream was kept in float32 into each block (`TransformerBlock.input_dtype`,
-`SelfAttention.input_dtype`), Keras rounded it to bfloat16 on entry and summed the query, key,
-value and residual gradients there in bfloat16: the attention key kernel's error was 2.06× and
-the embedding LayerNorm beta's 1.83× autocast's on this batch, against 1.92× and 1.04× after.
+Before the residual stream was kept in float32 into each block (`TransformerBlock.input_dtype`),
+Keras rounded it to bfloat16 on entry and summed the attention's and the residual's gradients
+there in bfloat16: the attention key kernel's error was 2.06× and the embedding LayerNorm beta's
+1.83× autocast's on this batch, against 1.93× and 0.98× after.
 What remains above 1× is TensorFlow's bfloat16 MatMul on an AVX2 CPU, whose result carries
 about twice the error of one rounding to nearest (PyTorch's: one rounding).
 """

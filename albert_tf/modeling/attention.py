@@ -54,18 +54,10 @@ class SelfAttention(keras.layers.Layer):
         self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype=self.dtype_policy)
         self.built = True  # every variable exists already
 
-    @property
-    def input_dtype(self):
-        """float32: each of the query, key and value products casts the rows itself, so their
-        three gradients reach the float32 residual stream in float32 and are summed there (one
-        cast on entry would sum them in bfloat16)."""
-        return "float32"
-
     def _rows(self, rows, kernel, bias):
         """Token rows ([B·S, H], or packed [N, H]) through a stored 2-D kernel: the one MatMul
         projection of the padded and the packed path."""
-        rows = tf.cast(tf.reshape(rows, (-1, self.hidden_size)), self.compute_dtype)
-        return add_bias(tf.matmul(rows, kernel), bias)
+        return add_bias(tf.matmul(tf.reshape(rows, (-1, self.hidden_size)), kernel), bias)
 
     def _heads(self, inputs, kernel, bias, packing):
         """[B,S,H] (or packed [N,H]) → [B,S,N,D]."""

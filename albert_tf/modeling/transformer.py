@@ -36,7 +36,7 @@ class TransformerBlock(keras.layers.Layer):
     @property
     def input_dtype(self):
         """float32: Keras would round the residual stream to the compute dtype on entry (and sum
-        its gradient there); each product casts its own input instead (`SelfAttention`)."""
+        its gradient there); the attention and the feed-forward layer cast their own inputs."""
         return "float32"
 
     def call(self, inputs, input_mask, training=False, packing=None):
