@@ -85,6 +85,8 @@ flags.DEFINE_list("serving_exports", ["bfloat16", "int8"], "Exports measured bes
 flags.DEFINE_bool("serving_hf", True, "--measure=serving: also time Hugging Face (the ratios' "
                   "reference). Without it the reference is our float32 `ids` signature: on a "
                   "loaded machine PyTorch's waiting threads slow the calls timed after it.")
+flags.DEFINE_string("serving_results", None, "--measure=serving: also write "
+                    "bench/results/<this>.json (bench/machine.py) with every row.")
 FLAGS = flags.FLAGS
 
 SEQ, SQUAD_SEQ = 128, 384
@@ -276,10 +278,23 @@ def measure_serving(config, spm_file, work_dir):
         reference = np.median(times[reference_name])
         for name, values in times.items():
             p50, p99 = np.percentile(values, [50, 99])
+            # per request against the reference's call in the same round: the spread the
+            # machine's noise leaves on the ratio
+            per_round = np.array(values) / np.array(times[reference_name])
+            low, high = np.percentile(per_round, [25, 75])
             print(f"| {name} | {batch} | {p50:.1f} | {p99:.1f} | {np.median(cpu_times[name]):.1f} "
                   f"| {p50 / reference:.2f}× |")
-            table.append(machine.row(f"serving batch {batch} p50", name, p50, "ms",
-                                     f"{reference_name}'s time", reference, f"p99 {p99:.0f} ms"))
+            table.append(machine.row(
+                f"serving batch {batch} p50", name, p50, "ms", f"{reference_name}'s time", reference,
+                f"p99 {p99:.0f} ms, per request {low:.2f}–{high:.2f}× the reference"))
+    if FLAGS.serving_results:
+        print("written:", machine.write_results(
+            FLAGS.serving_results,
+            f"exported classifier p50 by export precision, ALBERT-base, movie-review sentences, "
+            f"max_seq_length {SEQ}, round-robin", table,
+            lambda entry: entry["name"] != reference_name,
+            {name: FLAGS[name].value for name in ("latency_runs", "batch_runs", "serving_exports",
+                                                   "serving_hf")}))
     return table
 
 

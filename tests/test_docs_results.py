@@ -38,7 +38,7 @@ def _text(document):
         return reader.read()
 
 
-@pytest.mark.parametrize("document", docs_results.DOCUMENTS)
+@pytest.mark.parametrize("document", docs_results.RENDERED)
 def test_every_rendered_block_is_current(document):
     text = _text(document)
     assert docs_results.render(text, document) == text, (
@@ -176,6 +176,9 @@ def test_a_benchmark_writes_the_results_file_the_current_figures_render_from(tmp
     rendered = docs_results.render_bench_current("")
     assert "| a toy workload | step: ours 1.23 s = 1.23× the reference |" in rendered
     assert "(transcribed)" not in rendered
+    block = docs_results.render("<!-- results:bench-figure-toy --><!-- /results -->")
+    assert block.startswith("<!-- results:bench-figure-toy -->step: ours 1.23 s = 1.23× the reference (`")
+    assert f"{written['date']}; `{tmp_path}/toy.json`)<!-- /results -->" in block
 
 
 def test_a_study_json_of_make_paper_renders_its_tables_and_findings(tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 files the measuring runs wrote, so a figure has one source and a document cannot drift from it.
 
 A block is `<!-- results:NAME -->` … `<!-- /results -->` (on one line or several); NAME is one
-of RENDERERS. `python -m albert_tf.demo.docs_results` rewrites every block of DOCUMENTS in place;
+of RENDERERS, or `bench-figure-W`: the figure of bench/results/W.json with its command, machine
+and date. `python -m albert_tf.demo.docs_results` rewrites every block of DOCUMENTS in place;
 `--check` only reports the stale ones (exit 1). The sources:
 
 - docs/results/demo.json: `make demo`'s summary.json (copy demo_output/summary.json there), or
@@ -25,6 +26,10 @@ from albert_tf.files import io_utils
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCUMENTS = ("README.md", "docs/demo.md", "docs/paper_study.md", "bench/RESULTS.md")
+# Documents whose blocks are rendered and checked as DOCUMENTS', but whose older prose still
+# holds figures no results file records (tests/test_docs_results.py checks DOCUMENTS' prose).
+BLOCKS_ONLY = ("docs/serving.md", "docs/pretraining.md")
+RENDERED = DOCUMENTS + BLOCKS_ONLY
 DEMO = "docs/results/demo.json"
 PAPER = "docs/results/paper_study.json"
 BENCH = "bench/results"
@@ -251,6 +256,19 @@ def render_bench_current(_):
     return "\n" + "\n".join(lines) + "\n"
 
 
+BENCH_FIGURE = "bench-figure-"
+
+
+def render_bench_figure(workload):
+    """One results file's figure, then its command, machine and date, on one line."""
+    result = load(os.path.join(BENCH, f"{workload}.json"))
+    machine = "; ".join(f"{'load ' if key == 'load' else ''}{result[key]}"
+                        for key in ("cpu", "isa", "load") if result.get(key))
+    mark = ", transcribed" if "provenance" in result else ""
+    return (f"{result['figure']} (`{result['command']}`; {machine}; "
+            f"{result.get('date', '')}{mark}; `{BENCH}/{workload}.json`)")
+
+
 RENDERERS = {"demo-summary": render_demo_summary, "demo-compute": render_demo_compute,
              "paper-study": render_paper_study, "paper-minutes": render_paper_minutes,
              "bench-current": render_bench_current}
@@ -260,6 +278,8 @@ def render(text, document="<text>"):
     """`text` with every block filled from its source."""
     def fill(match):
         name = match.group(2)
+        if name.startswith(BENCH_FIGURE):
+            return match.group(1) + render_bench_figure(name[len(BENCH_FIGURE):]) + match.group(4)
         if name not in RENDERERS:
             raise ValueError(f"{document}: unknown results block {name!r}; expected one of "
                              f"{', '.join(sorted(RENDERERS))}")
@@ -272,7 +292,7 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true", help="report stale blocks, rewrite nothing")
     args = parser.parse_args(argv)
     stale = []
-    for document in DOCUMENTS:
+    for document in RENDERED:
         path = os.path.join(REPO, document)
         with open(path, encoding="utf-8") as reader:
             text = reader.read()

@@ -11,7 +11,7 @@
 blocks of group `config.group_index(l)`; each group has `inner_group_num` blocks applied in turn,
 so a released model (G = K = 1) applies one block L times. Dropout is active only with
 training=True. Under a Keras mixed policy (`mixed_bfloat16`, `mixed_float16`) matrix products run
-in half precision while LayerNorm, softmax and every output are float32.
+in half precision while LayerNorm, softmax, the residual stream and every output are float32.
 
 `skip_padding=True` (CPUs and GPUs; always MatMul ops) runs the blocks on the batch's real tokens
 alone (`packing`): the same outputs at real positions up to float rounding, zeros at padding

@@ -33,9 +33,15 @@ class TransformerBlock(keras.layers.Layer):
         self.ffn_layer_norm = layers.LayerNorm(hidden, dtype=self.dtype_policy, name="LayerNorm_1")
         self.built = True  # every variable exists already
 
+    @property
+    def input_dtype(self):
+        """float32: Keras would round the residual stream to the compute dtype on entry (and sum
+        its gradient there); the attention and the feed-forward layer cast their own inputs."""
+        return "float32"
+
     def call(self, inputs, input_mask, training=False, packing=None):
         attended = self.attention(inputs, input_mask, training=training, packing=packing)
-        attended = self.attention_layer_norm(tf.cast(attended, tf.float32) + tf.cast(inputs, tf.float32))
+        attended = self.attention_layer_norm(tf.cast(attended, tf.float32) + inputs)
         ffn = self.intermediate_output(self.intermediate(attended, training=training))
         ffn = self.output_dropout(ffn, training=training)
         return self.ffn_layer_norm(tf.cast(ffn, tf.float32) + attended)
