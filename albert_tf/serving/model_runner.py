@@ -64,17 +64,6 @@ class ModelRunner:
     def _make_batcher(self, parameters):
         return None if parameters is None else batching.Batcher(parameters, self.call)
 
-    def _signature(self, name, method=None):
-        name = name or DEFAULT_SIGNATURE
-        if not isinstance(name, str) or name not in self.signatures:
-            raise ServingError(f"Serving signature name: \"{name}\" not found in signature def; "
-                               f"available: {sorted(self.signatures)}")
-        actual = self.signature_defs[name].method_name
-        if method is not None and actual != method:
-            raise ServingError(f"Expected {method.rsplit('/', 1)[-1]} signature method_name to be "
-                               f"{method}. Was: {actual} (signature \"{name}\")")
-        return self.signatures[name]
-
     def _convert_inputs(self, function, columns):
         specs = function.structured_input_signature[1]  # the request core checked the names
         tensors, batch_sizes = {}, {}
@@ -106,16 +95,14 @@ class ModelRunner:
             raise ServingError("empty batch")
         return tensors
 
-    def run(self, signature_name, columns, method=None):
-        """The outputs (numpy) of signature `signature_name` (None: serving_default) on `columns`
-        ({input name: array}), refused unless its method_name is `method` when one is given.
-        The entry point of the request core."""
-        return self._run(self._signature(signature_name, method), columns)
+    def run(self, signature_name, columns):
+        """The outputs (numpy) of signature `signature_name`, which the request core resolved
+        (its SignatureDef exists), on `columns` ({input name: array})."""
+        return self._run(self.signatures[signature_name], columns)
 
-    def input_specs(self, signature_name, method=None):
-        """{input name: tf.TensorSpec} of a signature (a ServingError if there is none, or if
-        its method_name is not `method` when one is given)."""
-        return self._signature(signature_name, method).structured_input_signature[1]
+    def input_specs(self, signature_name):
+        """{input name: tf.TensorSpec} of a signature the request core resolved."""
+        return self.signatures[signature_name].structured_input_signature[1]
 
     def _run(self, function, columns):
         tensors = self._convert_inputs(function, columns)
