@@ -10,7 +10,7 @@ import os
 from tensorflow_serving.config import model_server_config_pb2
 
 from albert_tf import errors
-from albert_tf.serving import model_config, tflite_servable, warmup
+from albert_tf.serving import batching, model_config, tflite_servable, warmup
 from albert_tf.serving import versions as versions_lib
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import ModelRunner
@@ -23,13 +23,15 @@ class StartupError(errors.UserInputError):
 
 def version_loader(options):
     """The `ServedVersions` loader of `options` (a `ServerOptions`): a `ModelRunner` (its
-    `model.tflite`'s with `prefer_tflite_model`, `tflite_servable`), batched when batching is on
-    and warmed up from its `assets.extra` before it is served."""
+    `model.tflite`'s with `prefer_tflite_model`, `tflite_servable`), wrapped in a
+    `batching.BatchingServable` when batching is on, and warmed up from its `assets.extra`
+    before it is served."""
     make_runner = tflite_servable.load_runner if options.prefer_tflite_model else ModelRunner
 
     def load(model_dir, model_name, version, max_batch_size):
-        runner = make_runner(model_dir, model_name, version, max_batch_size,
-                             options.batching_parameters)
+        runner = make_runner(model_dir, model_name, version, max_batch_size)
+        if options.batching_parameters is not None:
+            runner = batching.BatchingServable(runner, options.batching_parameters)
         if options.enable_model_warmup:
             warmup.replay(runner)
         return runner
