@@ -132,17 +132,19 @@ def examples_signature(runner, name, method):
         raise ServingError(f"Expected one or two output Tensors, found {outputs}")
     if method == signature_methods.REGRESS and outputs != 1:
         raise ServingError("Expected one output Tensor.")
-    debug = text_format.MessageToString(signature_def)
     if signature_methods.CLASSIFY_INPUTS not in signature_def.inputs:
-        raise ServingError(f"No {kind} inputs found in SignatureDef: {debug}")
+        raise ServingError(f"No {kind} inputs found in SignatureDef: "
+                           f"{text_format.MessageToString(signature_def)}")
     if method == signature_methods.REGRESS and (
             signature_methods.REGRESS_OUTPUTS not in signature_def.outputs):
-        raise ServingError(f"No regression outputs found in SignatureDef: {debug}")
+        raise ServingError(f"No regression outputs found in SignatureDef: "
+                           f"{text_format.MessageToString(signature_def)}")
     if method == signature_methods.CLASSIFY and not (
             {signature_methods.CLASSIFY_CLASSES, signature_methods.CLASSIFY_SCORES}
             & set(signature_def.outputs)):
         raise ServingError(f"Expected classification signature outputs to contain at least one "
-                           f"of \"classes\" or \"scores\". Signature was: {debug}")
+                           f"of \"classes\" or \"scores\". Signature was: "
+                           f"{text_format.MessageToString(signature_def)}")
     return name
 
 
