@@ -112,3 +112,10 @@ def metadata(runner):
             "metadata": {"signature_def": json_format.MessageToDict(
                 signature_map, preserving_proto_field_name=True,
                 always_print_fields_with_no_presence=True)}}
+
+
+def model_status(response):
+    """A GetModelStatusResponse printed as TF Serving's ProcessModelStatusRequest prints it:
+    proto field names, every field (an OK status too), int64 versions as strings."""
+    return json_format.MessageToDict(response, preserving_proto_field_name=True,
+                                     always_print_fields_with_no_presence=True)

@@ -7,6 +7,7 @@ of servables built batched and warmed up as they load)."""
 
 import os
 
+from tensorflow_serving.apis import get_model_status_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from albert_tf import errors
@@ -103,18 +104,19 @@ class ServerCore:
                              spec.version_label if choice == "version_label" else None)
 
     def status(self, name, version=None):
-        """GetModelStatus as JSON: every version of model `name` (a version label is not
-        asked for: every version is listed), or `version` only; a model a reload removed still
-        lists its versions (END), as TF Serving's servable state monitor keeps them."""
+        """GetModelStatus: the GetModelStatusResponse of every version of model `name` (a
+        version label is not asked for: every version is listed), or of `version` only; a
+        model a reload removed still lists its versions (END), as TF Serving's servable state
+        monitor keeps them."""
         versions = self._models.models.get(name) or self._models.retired.get(name)
-        entries = versions.status()["model_version_status"] if versions is not None else []
-        if version is not None:
-            entries = [entry for entry in entries if entry["version"] == str(version)]
+        entries = [] if versions is None else [
+            entry for entry in versions.status().model_version_status
+            if version is None or entry.version == version]
         if not entries:
             raise ServingError(f"Could not find any versions of model {name}" if version is None
                                else f"Could not find version {version} of model {name}",
                                code=Code.NOT_FOUND)
-        return {"model_version_status": entries}
+        return get_model_status_pb2.GetModelStatusResponse(model_version_status=entries)
 
     def reload(self, config):
         """HandleReloadConfigRequest: serve the models of a `ModelServerConfig` proto."""
