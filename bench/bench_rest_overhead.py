@@ -5,10 +5,13 @@ model, is what is timed. Prints one JSON line per request shape: CPU microsecond
 the minimum over --rounds rounds (CPU time, so that other jobs on the machine disturb it less).
 
   python bench/bench_rest_overhead.py                    # this checkout's code
-  python bench/bench_rest_overhead.py --reference_repo=/other/checkout
+  python bench/bench_rest_overhead.py --reference_repo=/other/checkout --write_results
 
-With --reference_repo the same cases are first timed on that checkout's code (in a subprocess,
-same invocation) and each line adds `ratio_to_reference` (below 1: this checkout is cheaper).
+With --reference_repo each checkout's code runs in a worker process of its own, and the rounds
+alternate between them (round-robin, the order swapped every round), so a change in the
+machine's load falls on both; each line adds `ratio_to_reference` (below 1: this checkout is
+cheaper). --write_results writes bench/results/rest_request_cost.json (the small predict's
+ratio as the figure).
 """
 
 import json
@@ -29,6 +32,11 @@ REFERENCE_REPO = flags.DEFINE_string("reference_repo", None,
                                      "Checkout timed first, as the reference (None: no reference).")
 ROUNDS = flags.DEFINE_integer("rounds", 7, "Rounds per request shape; the fastest is reported.")
 ROUND_SECS = flags.DEFINE_float("round_secs", 0.4, "CPU seconds per round.")
+WORKER = flags.DEFINE_bool("worker", False, "Internal: time one round of the case named on "
+                           "each line of stdin, answering CPU µs per request on stdout.")
+WRITE_RESULTS = flags.DEFINE_bool("write_results", False, "Write bench/results/"
+                                  "rest_request_cost.json (needs --reference_repo).")
+FIGURE_CASE = "predict row, 1 x 12 int32"
 
 
 def _write_model(base):
@@ -66,13 +74,30 @@ CASES = {
 }
 
 
-def _reference():
-    """{case: CPU µs per request} of --reference_repo, timed by this script in a subprocess."""
-    command = [sys.executable, os.path.abspath(__file__), f"--repo={REFERENCE_REPO.value}",
-               f"--rounds={ROUNDS.value}", f"--round_secs={ROUND_SECS.value}"]
-    lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    rows = [json.loads(line) for line in lines.splitlines() if line.startswith("{")]
-    return {row["case"]: row["cpu_us_per_request"] for row in rows if "case" in row}
+def _start_worker(repo):
+    """A worker process timing rounds on `repo`'s code; returns once it has warmed up."""
+    worker = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--worker", f"--repo={repo}",
+         f"--round_secs={ROUND_SECS.value}"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    while (line := worker.stdout.readline()) and not line.startswith("ready"):
+        pass
+    if not line:
+        raise RuntimeError(f"the worker on {repo} ended before it was ready")
+    return worker
+
+
+def _round(worker, case):
+    worker.stdin.write(case + "\n")
+    return float(worker.stdout.readline())
+
+
+def _timed_round(handler, route, body):
+    count, started = 0, time.process_time()
+    while time.process_time() - started < ROUND_SECS.value:
+        handler._post(route, body)
+        count += 1
+    return (time.process_time() - started) / count * 1e6
 
 
 def _served(base):
@@ -87,33 +112,82 @@ def _served(base):
         model_base_path=base, model_name="m", file_system_poll_wait_seconds=3600))
 
 
+def _work(handler):
+    """--worker: one round of the case named on each line of stdin."""
+    prepared = {name: (rest_route(verb), json.dumps(document).encode())
+                for name, (verb, document) in CASES.items()}
+    for route, body in prepared.values():
+        for _ in range(20):  # warm-up
+            handler._post(route, body)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(_timed_round(handler, *prepared[line.strip()]), flush=True)
+
+
+def rest_route(verb):
+    from albert_tf.serving import rest_app
+    return rest_app.Route("POST", f"/v1/models/m:{verb}")
+
+
+def _round_robin():
+    """{label: {case: [CPU µs per request of each round]}}, this checkout and the reference
+    timed in alternation."""
+    workers = {"this": _start_worker(REPO.value),
+               "reference": _start_worker(REFERENCE_REPO.value)}
+    rounds = {label: {name: [] for name in CASES} for label in workers}
+    try:
+        for index in range(ROUNDS.value):
+            order = list(workers) if index % 2 == 0 else list(workers)[::-1]
+            for name in CASES:
+                for label in order:
+                    rounds[label][name].append(_round(workers[label], name))
+    finally:
+        for worker in workers.values():
+            worker.stdin.close()
+            worker.wait(60)
+    return rounds
+
+
 def main(argv):
     del argv
-    reference = _reference() if REFERENCE_REPO.value else {}
     sys.path.insert(0, REPO.value)
     from albert_tf.serving import metrics, rest_app
-
+    if WORKER.value:
+        with tempfile.TemporaryDirectory() as base:
+            _write_model(base)
+            _work(rest_app.RestApp(_served(base), metrics.RequestMetrics()))
+        return
     print(json.dumps({"machine": machine.describe(), "repo": REPO.value}))
-    with tempfile.TemporaryDirectory() as base:
-        _write_model(base)
-        handler = rest_app.RestApp(_served(base), metrics.RequestMetrics())
-        for name, (verb, document) in CASES.items():
-            body = json.dumps(document).encode()
-            route = rest_app.Route("POST", f"/v1/models/m:{verb}")
-            for _ in range(20):  # warm-up
-                handler._post(route, body)
-            per_request = []
-            for _ in range(ROUNDS.value):
-                count, started = 0, time.process_time()
-                while time.process_time() - started < ROUND_SECS.value:
+    if not REFERENCE_REPO.value:
+        if WRITE_RESULTS.value:
+            raise app.UsageError("--write_results needs --reference_repo")
+        with tempfile.TemporaryDirectory() as base:
+            _write_model(base)
+            handler = rest_app.RestApp(_served(base), metrics.RequestMetrics())
+            for name, (verb, document) in CASES.items():
+                route, body = rest_route(verb), json.dumps(document).encode()
+                for _ in range(20):  # warm-up
                     handler._post(route, body)
-                    count += 1
-                per_request.append((time.process_time() - started) / count * 1e6)
-            row = {"case": name, "cpu_us_per_request": round(min(per_request), 1)}
-            if name in reference:
-                row.update(reference_cpu_us_per_request=reference[name],
-                           ratio_to_reference=round(min(per_request) / reference[name], 2))
-            print(json.dumps(row))
+                best = min(_timed_round(handler, route, body) for _ in range(ROUNDS.value))
+                print(json.dumps({"case": name, "cpu_us_per_request": round(best, 1)}))
+        return
+    rounds = _round_robin()
+    rows = []
+    for name in CASES:
+        this, reference = min(rounds["this"][name]), min(rounds["reference"][name])
+        rows.append({"case": name, "cpu_us_per_request": round(this, 1),
+                     "reference_cpu_us_per_request": round(reference, 1),
+                     "ratio_to_reference": round(this / reference, 2)})
+        print(json.dumps(rows[-1]))
+    if WRITE_RESULTS.value:
+        small = next(row for row in rows if row["case"] == FIGURE_CASE)
+        figure = (f"server-side CPU cost of a small REST predict ({FIGURE_CASE}, in-process, "
+                  f"fastest of {ROUNDS.value} round-robin rounds): {small['cpu_us_per_request']} "
+                  f"µs against {small['reference_cpu_us_per_request']} µs before the servable "
+                  f"seam, ratio {small['ratio_to_reference']}")
+        print(machine.write_results("rest_request_cost", "built-in server's REST request "
+                                    "handling, this checkout against --reference_repo", figure,
+                                    {"rows": rows, "rounds": rounds}))
 
 
 if __name__ == "__main__":
