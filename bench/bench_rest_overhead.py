@@ -5,10 +5,13 @@ model, is what is timed. Prints one JSON line per request shape: CPU microsecond
 the minimum over --rounds rounds (CPU time, so that other jobs on the machine disturb it less).
 
   python bench/bench_rest_overhead.py                    # this checkout's code
-  python bench/bench_rest_overhead.py --reference_repo=/other/checkout
+  python bench/bench_rest_overhead.py --reference_repo=/other/checkout --write_results
 
-With --reference_repo the same cases are first timed on that checkout's code (in a subprocess,
-same invocation) and each line adds `ratio_to_reference` (below 1: this checkout is cheaper).
+With --reference_repo each checkout's code runs in a worker process of its own, and the rounds
+alternate between them (round-robin, the order swapped every round), so a change in the
+machine's load falls on both; each line adds `ratio_to_reference` (below 1: this checkout is
+cheaper). The table goes to bench/results/rest_overhead.json, or with --reference_repo to
+rest_request_cost.json (--nowrite_results: printed only).
 """
 
 import json
@@ -29,8 +32,10 @@ REFERENCE_REPO = flags.DEFINE_string("reference_repo", None,
                                      "Checkout timed first, as the reference (None: no reference).")
 ROUNDS = flags.DEFINE_integer("rounds", 7, "Rounds per request shape; the fastest is reported.")
 ROUND_SECS = flags.DEFINE_float("round_secs", 0.4, "CPU seconds per round.")
+WORKER = flags.DEFINE_bool("worker", False, "Internal: time one round of the case named on "
+                           "each line of stdin, answering CPU µs per request on stdout.")
 WRITE_RESULTS = flags.DEFINE_bool("write_results", True, "Write bench/results/rest_overhead.json "
-                                  "(off in the reference's subprocess).")
+                                  "(alone) or rest_request_cost.json (with --reference_repo).")
 
 
 def _write_model(base):
@@ -68,13 +73,30 @@ CASES = {
 }
 
 
-def _reference():
-    """{case: CPU µs per request} of --reference_repo, timed by this script in a subprocess."""
-    command = [sys.executable, os.path.abspath(__file__), f"--repo={REFERENCE_REPO.value}",
-               f"--rounds={ROUNDS.value}", f"--round_secs={ROUND_SECS.value}", "--nowrite_results"]
-    lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    rows = [json.loads(line) for line in lines.splitlines() if line.startswith("{")]
-    return {row["case"]: row["cpu_us_per_request"] for row in rows if "case" in row}
+def _start_worker(repo):
+    """A worker process timing rounds on `repo`'s code; returns once it has warmed up."""
+    worker = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--worker", f"--repo={repo}",
+         f"--round_secs={ROUND_SECS.value}"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    while (line := worker.stdout.readline()) and not line.startswith("ready"):
+        pass
+    if not line:
+        raise RuntimeError(f"the worker on {repo} ended before it was ready")
+    return worker
+
+
+def _round(worker, case):
+    worker.stdin.write(case + "\n")
+    return float(worker.stdout.readline())
+
+
+def _timed_round(handler, route, body):
+    count, started = 0, time.process_time()
+    while time.process_time() - started < ROUND_SECS.value:
+        handler._post(route, body)
+        count += 1
+    return (time.process_time() - started) / count * 1e6
 
 
 def _served(base):
@@ -89,43 +111,86 @@ def _served(base):
         model_base_path=base, model_name="m", file_system_poll_wait_seconds=3600))
 
 
+def _work(handler):
+    """--worker: one round of the case named on each line of stdin."""
+    prepared = {name: (rest_route(verb), json.dumps(document).encode())
+                for name, (verb, document) in CASES.items()}
+    for route, body in prepared.values():
+        for _ in range(20):  # warm-up
+            handler._post(route, body)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(_timed_round(handler, *prepared[line.strip()]), flush=True)
+
+
+def rest_route(verb):
+    from albert_tf.serving import rest_app
+    return rest_app.Route("POST", f"/v1/models/m:{verb}")
+
+
+def _round_robin():
+    """{label: {case: [CPU µs per request of each round]}}, this checkout and the reference
+    timed in alternation."""
+    workers = {"this": _start_worker(REPO.value),
+               "reference": _start_worker(REFERENCE_REPO.value)}
+    rounds = {label: {name: [] for name in CASES} for label in workers}
+    try:
+        for index in range(ROUNDS.value):
+            order = list(workers) if index % 2 == 0 else list(workers)[::-1]
+            for name in CASES:
+                for label in order:
+                    rounds[label][name].append(_round(workers[label], name))
+    finally:
+        for worker in workers.values():
+            worker.stdin.close()
+            worker.wait(60)
+    return rounds
+
+
 def main(argv):
     del argv
-    reference = _reference() if REFERENCE_REPO.value else {}
     sys.path.insert(0, REPO.value)
     from albert_tf.serving import metrics, rest_app
-
+    if WORKER.value:
+        with tempfile.TemporaryDirectory() as base:
+            _write_model(base)
+            _work(rest_app.RestApp(_served(base), metrics.RequestMetrics()))
+        return
     print(json.dumps({"machine": machine.describe(), "repo": REPO.value}))
-    with tempfile.TemporaryDirectory() as base:
-        _write_model(base)
-        handler = rest_app.RestApp(_served(base), metrics.RequestMetrics())
+    if not REFERENCE_REPO.value:
         table = []
-        for name, (verb, document) in CASES.items():
-            body = json.dumps(document).encode()
-            route = rest_app.Route("POST", f"/v1/models/m:{verb}")
-            for _ in range(20):  # warm-up
-                handler._post(route, body)
-            per_request = []
-            for _ in range(ROUNDS.value):
-                count, started = 0, time.process_time()
-                while time.process_time() - started < ROUND_SECS.value:
+        with tempfile.TemporaryDirectory() as base:
+            _write_model(base)
+            handler = rest_app.RestApp(_served(base), metrics.RequestMetrics())
+            for name, (verb, document) in CASES.items():
+                route, body = rest_route(verb), json.dumps(document).encode()
+                for _ in range(20):  # warm-up
                     handler._post(route, body)
-                    count += 1
-                per_request.append((time.process_time() - started) / count * 1e6)
-            row = {"case": name, "cpu_us_per_request": round(min(per_request), 1)}
-            if name in reference:
-                row.update(reference_cpu_us_per_request=reference[name],
-                           ratio_to_reference=round(min(per_request) / reference[name], 2))
-            print(json.dumps(row))
-            table.append(machine.row("CPU per request", name, min(per_request), "µs",
-                                     *(("the reference checkout", reference[name]) if name in reference
-                                       else (None, None))))
+                best = min(_timed_round(handler, route, body) for _ in range(ROUNDS.value))
+                print(json.dumps({"case": name, "cpu_us_per_request": round(best, 1)}))
+                table.append(machine.row("CPU per request", name, best, "µs"))
+        _write(table, "rest_overhead", "the built-in server's REST request handling in-process "
+               "(JSON in, tiny model, JSON out), CPU time", lambda entry: True)
+        return
+    rounds = _round_robin()
+    table = []
+    for name in CASES:
+        this, reference = min(rounds["this"][name]), min(rounds["reference"][name])
+        print(json.dumps({"case": name, "cpu_us_per_request": round(this, 1),
+                          "reference_cpu_us_per_request": round(reference, 1),
+                          "ratio_to_reference": round(this / reference, 2)}))
+        table.append(machine.row("CPU per request", name, this, "µs", "the reference checkout",
+                                 reference))
+    _write(table, "rest_request_cost", "built-in server's REST request handling, this checkout "
+           "against --reference_repo, round-robin", lambda entry: True, rounds)
+
+
+def _write(table, name, workload, headline, rounds=None):
+    """bench/results/<name>.json with the fastest round of each case (and every round's cost)."""
     if WRITE_RESULTS.value:
         print("written:", machine.write_results(
-            "rest_overhead", "the built-in server's REST request handling in-process (JSON in, tiny "
-            f"model, JSON out), CPU time, the fastest of {ROUNDS.value} rounds", table, lambda entry: True,
-            {"rounds": ROUNDS.value, "round_secs": ROUND_SECS.value, "reference": bool(reference)}))
-
+            name, f"{workload}, the fastest of {ROUNDS.value} rounds", table, headline,
+            {"rounds": ROUNDS.value, "round_secs": ROUND_SECS.value, "per_round": rounds}))
 
 if __name__ == "__main__":
     app.run(main)

@@ -19,7 +19,7 @@ MAINTAINED = {
     "bench_encoder.py": ("encoder_forward",),
     "bench_pretraining_data.py": ("pretraining_data",),
     "bench_pretraining_step.py": ("pretraining_step",),
-    "bench_rest_overhead.py": ("rest_overhead",),
+    "bench_rest_overhead.py": ("rest_overhead", "rest_request_cost"),  # the second: --reference_repo
     "bench_rest_server.py": ("rest_server",),
     "bench_small_pretraining.py": ("small_pretraining",),
     "bench_tfrecord_check.py": ("tfrecord_check",),

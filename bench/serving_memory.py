@@ -7,15 +7,19 @@ For each code version (the reference checkout, then this one) in one invocation:
 tiny classifier with its `text` signature (max_seq_length 32, a 2,000-piece SentencePiece model
 trained on Brown), start `serve.py --use_model_server=false` from that checkout, read its RSS,
 send one REST predict of --texts texts totalling --megabytes MB (English words), and read the
-RSS and its peak (VmHWM) again. Writes bench/results/serving_memory.json.
+RSS and its peak (VmHWM) again. Meanwhile another client sends 1-row predicts one after the
+other (issue 51: other clients keep their latency): its latency idle, before the large
+request, and while the large request runs. Writes bench/results/serving_memory.json.
 """
 
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -63,6 +67,25 @@ def _body():
         "text_a": [text] * FLAGS.texts, "text_b": [""] * FLAGS.texts}}).encode()
 
 
+SMALL_BODY = json.dumps({"signature_name": "text", "instances": [
+    {"text_a": "a fine day for a walk in the park", "text_b": ""}]}).encode()
+
+
+def _small_request_ms(url):
+    started = time.perf_counter()
+    with urllib.request.urlopen(urllib.request.Request(url, data=SMALL_BODY), timeout=600) as answer:
+        answer.read()
+    return (time.perf_counter() - started) * 1e3
+
+
+def _latencies(url, done):
+    """Milliseconds of 1-row predicts sent one after the other until `done` is set."""
+    latencies = []
+    while not done.is_set():
+        latencies.append(_small_request_ms(url))
+    return latencies
+
+
 def measure(repo, spm_model, work, body):
     env = dict(os.environ, PYTHONPATH=repo)
     export_dir = os.path.join(work, "export")
@@ -83,17 +106,29 @@ def measure(repo, spm_model, work, body):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"serve.py in {repo} did not start; see {log.name}")
             time.sleep(0.2)
+        url = f"http://127.0.0.1:{found.group(1)}/v1/models/m:predict"
+        idle = [_small_request_ms(url) for _ in range(20)]
         before = _memory_mb(process.pid)
+        done, during = threading.Event(), []
+        other_client = threading.Thread(target=lambda: during.extend(_latencies(url, done)))
         started = time.perf_counter()
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{found.group(1)}/v1/models/m:predict", data=body)
-        with urllib.request.urlopen(request, timeout=FLAGS.timeout_secs) as response:
-            answered = len(json.loads(response.read())["outputs"]["probabilities"])
-        seconds = time.perf_counter() - started
+        other_client.start()
+        try:
+            request = urllib.request.Request(url, data=body)
+            with urllib.request.urlopen(request, timeout=FLAGS.timeout_secs) as response:
+                answered = len(json.loads(response.read())["outputs"]["probabilities"])
+            seconds = time.perf_counter() - started
+        finally:
+            done.set()
+            other_client.join()
         after = _memory_mb(process.pid)
         return {"rss_before_mb": round(before["VmRSS"]), "rss_after_mb": round(after["VmRSS"]),
                 "peak_rss_mb": round(after["VmHWM"]), "request_secs": round(seconds, 1),
-                "rows_answered": answered}
+                "rows_answered": answered,
+                "other_client_idle_median_ms": round(statistics.median(idle), 1),
+                "other_client_during_median_ms": round(statistics.median(during), 1),
+                "other_client_during_max_ms": round(max(during), 1),
+                "other_client_requests_during": len(during)}
     finally:
         process.terminate()
         process.wait(60)
@@ -119,11 +154,18 @@ def main(_):
     table = [machine.row("peak RSS", "this checkout", this["peak_rss_mb"], "MB", "the reference checkout",
                          reference["peak_rss_mb"], f"idle {this['rss_before_mb']} MB"),
              machine.row("answered in", "this checkout", this["request_secs"], "s",
-                         "the reference checkout", reference["request_secs"])]
+                         "the reference checkout", reference["request_secs"]),
+             machine.row("another client's 1-row predict meanwhile, median", "this checkout",
+                         this["other_client_during_median_ms"], "ms", "the reference checkout",
+                         reference["other_client_during_median_ms"],
+                         f"idle {this['other_client_idle_median_ms']} ms"),
+             machine.row("its worst", "this checkout", this["other_client_during_max_ms"], "ms",
+                         "the reference checkout", reference["other_client_during_max_ms"])]
     print(machine.write_results(
         "serving_memory", f"serve.py memory under one {len(body) / 1e6:.0f} MB REST predict of "
         f"{FLAGS.texts} texts (text signature, max_seq_length 32)", table, lambda entry: True,
         {"texts": FLAGS.texts, "megabytes": FLAGS.megabytes, "runs": runs}))
+
 
 if __name__ == "__main__":
     app.run(main)

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import urllib.error
@@ -245,3 +246,21 @@ def test_fuzzed_bodies_and_concurrent_clients(glue_export):
         assert len({json.dumps(body) for _, body in answers}) == 1  # the same answer every time
     finally:
         server.shutdown()
+
+
+def test_serve_text_answers_from_the_version_the_server_core_serves(export_dir, tmp_path, capsys):
+    """--text goes through the server core: a newest version that cannot load is passed over
+    as the server passes it over (END), and the version it serves answers."""
+    from absl import flags
+    from albert_tf.scripts import serve
+    base = tmp_path / "base"
+    shutil.copytree(os.path.join(export_dir, "1700000000"), base / "1")
+    os.makedirs(base / "2")
+    (base / "2" / "saved_model.pb").write_bytes(b"")
+    flag_values = flags.FlagValues()
+    serve.define_flags(flag_values)
+    flag_values(["serve.py", f"--model_base_path={base}", "--text=tiny",
+                 "--text=a much longer one"])
+    serve.classify_once(flag_values)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["label"] for line in lines] == ["short", "long"]

@@ -2,6 +2,7 @@
 requests share one model call, each caller gets its own rows, a full queue refuses at once."""
 
 import concurrent.futures
+import inspect
 import json
 import os
 import re
@@ -16,8 +17,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import serving
-from albert_tf.serving import server as server_lib
-from albert_tf.serving.batching import Batcher, BatchingParameters
+from albert_tf.serving import model_runner, server as server_lib
+from albert_tf.serving.batching import Batcher, BatchingParameters, BatchingServable
 from tests.serving_toy_model import write_version
 
 
@@ -104,7 +105,7 @@ def test_num_batch_threads_unset_is_the_cpu_count():
 def test_concurrent_requests_share_model_calls_and_get_their_own_rows():
     function = _Recorder(delay=0.05)
     batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1,
-                                         max_enqueued_batches=100), serving.ModelRunner.call)
+                                         max_enqueued_batches=100), model_runner.graph_call)
     inputs = [[[i, i + 1]] for i in range(24)]
     results = _concurrently(batcher, function, inputs)
     for x, result in zip(inputs, results):
@@ -119,7 +120,7 @@ def test_allowed_batch_sizes_pad_and_variable_lengths_share_a_batch():
     function = _Recorder(gate=gate)
     batcher = Batcher(BatchingParameters(max_batch_size=4, num_batch_threads=1,
                                          allowed_batch_sizes=[4], pad_variable_length_inputs=True),
-                      serving.ModelRunner.call)
+                      model_runner.graph_call)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         first = pool.submit(batcher.run, function, {"x": tf.constant([[9, 9, 9]])})
         while not function.sizes:
@@ -139,7 +140,7 @@ def test_a_full_queue_answers_unavailable_at_once():
     gate = threading.Event()
     function = _Recorder(gate=gate)
     batcher = Batcher(BatchingParameters(max_batch_size=1, num_batch_threads=1,
-                                         max_enqueued_batches=1), serving.ModelRunner.call)
+                                         max_enqueued_batches=1), model_runner.graph_call)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         running = pool.submit(batcher.run, function, {"x": tf.constant([[1]])})
         while not function.sizes:
@@ -198,7 +199,7 @@ def test_a_failing_joined_batch_is_rerun_request_by_request():
             raise tf.errors.InvalidArgumentError(None, None, f"negative in {x.numpy().tolist()}")
         return {"y": x * 2}
 
-    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1), serving.ModelRunner.call)
+    batcher = Batcher(BatchingParameters(max_batch_size=8, num_batch_threads=1), model_runner.graph_call)
     with concurrent.futures.ThreadPoolExecutor(5) as pool:
         first = pool.submit(batcher.run, refuse_negative, {"x": tf.constant([[100]])})
         while not calls:
@@ -257,3 +258,41 @@ def test_one_bad_request_in_a_batch_fails_alone_over_rest(tmp_path):
     assert bad[0] == 400 and "4242" in bad[1]["error"]
     quoted = {int(number) for number in re.findall(r"\d+", bad[1]["error"])}
     assert quoted.isdisjoint(id_ for ids in good for id_ in ids), bad[1]["error"]
+
+
+class _UnbatchedServable:
+    """A servable with no batching code: it checks a caller's inputs and makes one call."""
+
+    model_name, version = "plain", 7
+
+    def __init__(self):
+        self.recorder = _Recorder(delay=0.05)
+        self.checked = []
+
+    def check(self, signature_name, columns):
+        self.checked.append(signature_name)
+        return {"x": tf.constant(columns["x"])}
+
+    def call(self, signature_name, tensors):
+        return model_runner.graph_call(self.recorder, tensors)
+
+    def run(self, signature_name, columns):
+        return self.call(signature_name, self.check(signature_name, columns))
+
+
+def test_batching_wraps_a_servable_as_a_batching_session_wraps_a_session():
+    """The servable knows nothing of batching: the wrapper joins the calls of concurrent
+    requests, each checked by the servable on its own first, and is otherwise the servable."""
+    servable = _UnbatchedServable()
+    batched = BatchingServable(servable, BatchingParameters(
+        max_batch_size=8, batch_timeout_micros=100_000, num_batch_threads=1))
+    inputs = [[[i, i + 1]] for i in range(8)]
+    with concurrent.futures.ThreadPoolExecutor(len(inputs)) as pool:
+        results = list(pool.map(lambda x: batched.run("serving_default", {"x": np.array(x)}),
+                                inputs))
+    for x, result in zip(inputs, results):
+        np.testing.assert_array_equal(result["y"], np.array(x) * 2)
+    assert len(servable.recorder.sizes) < len(inputs)  # calls were joined
+    assert servable.checked == ["serving_default"] * len(inputs)
+    assert (batched.model_name, batched.version) == ("plain", 7)
+    assert "batching_parameters" not in inspect.signature(serving.ModelRunner).parameters

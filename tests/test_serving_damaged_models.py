@@ -144,7 +144,9 @@ def test_damaged_new_versions_never_take_the_server_down(good_version, tmp_path)
             message = status[str(version)]["status"]["error_message"]
             assert path in message and DAMAGES[damage][1] in message
             assert status["1"]["state"] == "AVAILABLE"
-            assert any(path in line and "failed to load" in line for line in log)
+            while not any(path in line and "failed to load" in line for line in log):
+                assert time.monotonic() < deadline  # the log reader may lag the status call
+                time.sleep(0.1)
         answered = len(answers)
         time.sleep(0.3)
         assert process.poll() is None and client.is_alive() and len(answers) > answered

@@ -8,7 +8,11 @@ import threading
 import time
 
 
+from tensorflow.core.protobuf import error_codes_pb2
+from tensorflow_serving.apis import get_model_status_pb2
+
 from albert_tf import serving
+from albert_tf.serving import rest_json
 from tests.serving_toy_model import write_version
 
 
@@ -27,7 +31,7 @@ def _wait_for(condition, timeout=60):
 
 def _states(versions):
     return {int(entry["version"]): (entry["state"], entry["status"]["error_message"] != "")
-            for entry in versions.status()["model_version_status"]}
+            for entry in rest_json.model_status(versions.status())["model_version_status"]}
 
 
 def test_two_broken_newer_versions_never_take_the_slots_of_a_good_one(tmp_path):
@@ -117,7 +121,7 @@ def test_a_load_that_never_succeeds_ends_with_its_error_after_the_retries(tmp_pa
     write_version(base, 2)
     versions.refresh()
     assert len(attempts) == 4 and attempts[-1] - attempts[0] >= 3 * 0.05
-    (entry,) = [e for e in versions.status()["model_version_status"] if e["version"] == "2"]
+    (entry,) = [e for e in rest_json.model_status(versions.status())["model_version_status"] if e["version"] == "2"]
     assert entry["state"] == "END" and "disk on fire" in entry["status"]["error_message"]
     assert versions.get().version == 1
 
@@ -127,12 +131,12 @@ def test_version_policies_and_labels(tmp_path):
     for version in (1, 2, 3):
         write_version(base, version, offset=float(version))
     served = serving.ServedVersions(base, "m")  # TF Serving's default: the latest only
-    assert [e["version"] for e in served.status()["model_version_status"]] == ["3"]
+    assert [e["version"] for e in rest_json.model_status(served.status())["model_version_status"]] == ["3"]
     served = serving.ServedVersions(base, "m", policy=serving.VersionPolicy("all"))
-    assert [e["version"] for e in served.status()["model_version_status"]] == ["3", "2", "1"]
+    assert [e["version"] for e in rest_json.model_status(served.status())["model_version_status"]] == ["3", "2", "1"]
     served = serving.ServedVersions(base, "m", policy=serving.VersionPolicy("specific", versions=[1, 3]),
                                     labels={"stable": 1, "canary": 3})
-    assert [e["version"] for e in served.status()["model_version_status"]] == ["3", "1"]
+    assert [e["version"] for e in rest_json.model_status(served.status())["model_version_status"]] == ["3", "1"]
     assert served.labels == {"stable": 1, "canary": 3}
     assert served.get(1).version == 1 and served.get(3).version == 3 and served.get(2) is None
 
@@ -153,3 +157,22 @@ def test_a_folder_that_is_not_a_version_number_is_logged_once_as_skipped(tmp_pat
     assert sorted(message.split(":")[0] for message in skipped) == sorted(
         os.path.join(base, name) for name in ("v4", "latest", "4a", "4.0"))
     assert versions.get().version == 1
+
+
+def test_status_is_tf_servings_proto_printed_as_its_rest_json(tmp_path):
+    """GetModelStatus is built as TF Serving's GetModelStatusResponse (what gRPC sends as
+    is) and printed for REST as ProcessModelStatusRequest prints it."""
+    base = str(tmp_path)
+    write_version(base, 1)
+    _corrupt(base, 2)
+    versions = serving.ServedVersions(base, "m", policy=serving.VersionPolicy("all"),
+                                      max_num_load_retries=0)
+    response = versions.status()
+    assert isinstance(response, get_model_status_pb2.GetModelStatusResponse)
+    broken, good = response.model_version_status
+    assert (broken.version, broken.state, broken.status.error_code) == (
+        2, get_model_status_pb2.ModelVersionStatus.END, error_codes_pb2.UNKNOWN)
+    assert (good.version, good.state, good.status.error_code) == (
+        1, get_model_status_pb2.ModelVersionStatus.AVAILABLE, error_codes_pb2.OK)
+    assert rest_json.model_status(response)["model_version_status"][1] == {
+        "version": "1", "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}

@@ -11,7 +11,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from albert_tf import serving
 from albert_tf.export import classifier as classifier_export
 from albert_tf.export import warmup_requests
-from albert_tf.serving import model_runner, server_core, warmup
+from albert_tf.serving import model_runner, rest_json, server_core, warmup
 from albert_tf.training import length_buckets
 from tests.serving_fixtures import MAX_SEQ_LENGTH, tiny_classifier_signatures
 
@@ -55,7 +55,8 @@ def test_export_writes_a_request_per_signature_and_bucket_and_the_server_replays
     assert warmup.replay(runner) == len(logs)
     loaded = serving.ServedVersions(os.path.dirname(model_dir), "albert",
                                     loader=server_core.version_loader(serving.ServerOptions()))
-    assert loaded.status()["model_version_status"][0]["state"] == "AVAILABLE"
+    assert rest_json.model_status(loaded.status())["model_version_status"][0]["state"] == (
+        "AVAILABLE")
 
 
 def test_a_failing_warmup_request_fails_the_load(tmp_path):
@@ -66,7 +67,8 @@ def test_a_failing_warmup_request_fails_the_load(tmp_path):
     warmup_requests.write(path, [warmup_requests.predict_log("no_such_signature", {"x": [1.0]})])
     versions = serving.ServedVersions(base, "m", max_num_load_retries=0,
                                       loader=server_core.version_loader(serving.ServerOptions()))
-    status = {e["version"]: e for e in versions.status()["model_version_status"]}
+    status = {e["version"]: e
+              for e in rest_json.model_status(versions.status())["model_version_status"]}
     assert status["2"]["state"] == "END"
     assert "warm-up record 1 failed" in status["2"]["status"]["error_message"]
     assert versions.get().version == 1

@@ -235,3 +235,13 @@ def test_concurrent_requests_get_their_own_answers(servers):
                                 requests * 3))
     for index, answer in enumerate(answers):
         np.testing.assert_allclose(answer, expected[index % len(requests)], rtol=1e-6)
+
+
+def test_the_tflite_and_saved_model_servables_are_siblings():
+    """Both load their own signatures and share the input checks of one parent; the TFLite
+    servable is not a SavedModel servable with its constructor copied."""
+    from albert_tf.serving import model_runner
+    assert issubclass(tflite_servable.TfliteRunner, model_runner.Servable)
+    assert issubclass(model_runner.ModelRunner, model_runner.Servable)
+    assert not issubclass(tflite_servable.TfliteRunner, model_runner.ModelRunner)
+    assert "check" not in vars(model_runner.ModelRunner)  # one set of input checks

@@ -17,7 +17,7 @@ from absl import logging
 
 from albert_tf import cli, errors
 from albert_tf import serving
-from albert_tf.serving import rest_json
+from albert_tf.serving import rest_json, server_core
 
 DEFAULTS = serving.ServerOptions()
 
@@ -155,16 +155,23 @@ def server_options(flag_values, export_dir, parameters):
 
 
 def classify_once(flag_values):
-    """--text: one request to the export, the predictions printed as JSON lines."""
-    model_dir, version = serving.resolve_model_dir(base_path(flag_values))
-    runner = serving.ModelRunner(model_dir, flag_values.model_name, version or 1)
+    """--text: one request to the version the server core serves (TF Serving's version
+    policy, a version that fails to load passed over as the server passes it over), the
+    predictions printed as JSON lines."""
     texts_b = flag_values.text_b or [""] * len(flag_values.text)
     if len(texts_b) != len(flag_values.text):
         raise app.UsageError(f"--text_b given {len(texts_b)} times, --text "
                              f"{len(flag_values.text)} times")
+    core = server_core.ServerCore(serving.ServerOptions(
+        model_base_path=base_path(flag_values), model_name=flag_values.model_name,
+        max_num_load_retries=0, enable_model_warmup=False,
+        prefer_tflite_model=flag_values.prefer_tflite_model))
     instances = [{"text_a": a, "text_b": b} for a, b in zip(flag_values.text, texts_b)]
-    result = rest_json.predict({"signature_name": flag_values.signature_name,
-                                "instances": instances}, lambda: runner)
+    try:
+        result = rest_json.predict({"signature_name": flag_values.signature_name, "instances":
+                                    instances}, lambda: core.servable(flag_values.model_name))
+    finally:
+        core.stop()
     for instance, prediction in zip(instances, result["predictions"]):
         print(json.dumps({"text_a": instance["text_a"], "text_b": instance["text_b"], **prediction}))
 

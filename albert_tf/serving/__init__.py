@@ -9,20 +9,9 @@ metrics at `/monitoring/prometheus/metrics`; the same calls over TF Serving's gR
 TF Serving's model config file, version lifecycle, warm-up and batching. A client written
 against it works unchanged against TensorFlow Serving.
 
-Modules, one per TF Serving part (docs/serving.md maps them):
-- `server_core`: the server core, owner of the served models, resolving every ModelSpec
-  (name, version, label) and status request for both front ends; `versions` the servable
-  manager of one model (policy, retries, hot reload, states); `model_config` the model config
-  file and its reloads;
-- `model_runner`: the servable, one loaded version (signatures, input checks, graph calls,
-  batched as loaded); `tflite_servable` the same from a `model.tflite`;
-- `request_core`: Predict, Classify, Regress, MultiInference and GetModelMetadata, once, on TF
-  Serving's protos, with `tensor_protos` (numpy <-> TensorProto);
-- `rest_app` (HTTP) with `rest_json` and `json_values` (TF Serving's JSON): the REST front end;
-  `grpc_server` with `grpc_listen` (ports, socket, channel arguments, TLS): the gRPC one;
-- `batching` with `config_protos`; `warmup`; `metrics`; `errors`;
-- `server`: `ServerOptions` (made from the flags) and `ModelServer` (the core, both front
-  ends, graceful shutdown), or tensorflow_model_server.
+Its modules are named after the TF Serving parts they stand for (docs/serving.md maps them):
+`server_core`, `versions`, `model_config`, `model_runner` (the servable), `request_core`, the
+REST (`rest_app`) and gRPC (`grpc_server`) front ends, `batching`, `warmup`, `server`.
 """
 
 import tensorflow_text  # noqa: F401  registers the SentencePiece ops of raw-text signatures

@@ -2,19 +2,11 @@
 are joined along the batch dimension into one graph call (one call of 32 rows costs far less
 than 32 calls of one row on a CPU) and each caller gets its own rows back.
 
-A batch is run as soon as a batch thread is free and the batch is full or `batch_timeout_micros`
-old, so under load requests gather while the previous batch runs. At most `max_enqueued_batches`
-wait; a request that would need one more is refused at once with UNAVAILABLE (HTTP 503) rather
-than queued without bound. `allowed_batch_sizes` pads a batch with copies of its first row up to
-the next allowed size (fewer distinct shapes to warm up and optimise);
-`pad_variable_length_inputs` lets requests whose inner dimensions differ share a batch, padded
-with zeros (TF Serving repeats each tensor's first element instead; zeros keep an `input_mask`
-meaning "padding", so a padded row's answer equals its unpadded one).
-
-Callers are isolated: each request is checked against the signature (dtype, shape, batch size)
-before it joins a batch, and when a joined batch fails, each of its requests is run again
-alone (TF Serving fails them all): a bad request fails by itself, with an error about its own
-input, never quoting another caller's rows.
+A batch runs once a batch thread is free and it is full or `batch_timeout_micros` old; a
+request that would need more than `max_enqueued_batches` waiting is refused at once (503).
+Padding (`allowed_batch_sizes`, `pad_variable_length_inputs`: zeros, which an `input_mask`
+reads as padding) and the isolation of callers (each checked before it joins; a failed joined
+batch rerun request by request) are described in docs/serving.md.
 """
 
 import os
@@ -92,8 +84,8 @@ class _Task:
 
 
 class _Batch:
-    def __init__(self, function, shapes):
-        self.function, self.shapes = function, shapes
+    def __init__(self, signature, shapes):
+        self.signature, self.shapes = signature, shapes
         self.tasks, self.rows, self.created = [], 0, time.monotonic()
 
 
@@ -113,32 +105,32 @@ def _pad(array, shape):
 
 
 class Batcher:
-    """Joins concurrent `run(function, tensors)` calls to the same signature function, each
-    batch run by the model call it is given, `call(function, tensors)` → {output: array}
-    (`ModelRunner.call`): the batcher wraps a call, it does not know the model."""
+    """Joins concurrent `run(signature, tensors)` calls to the same signature, each batch run
+    by the call it is given, `call(signature, tensors)` → {output: array}: the batcher wraps
+    a call, it does not know the model."""
 
     def __init__(self, parameters, call):
         self.parameters, self._call = parameters, call
         self._condition = threading.Condition()
         self._batches, self._workers = [], 0
 
-    def run(self, function, tensors):
-        """The outputs of `function` for this caller's rows; blocks until its batch has run."""
+    def run(self, signature, tensors):
+        """The outputs of `signature` for this caller's rows; blocks until its batch has run."""
         rows = _rows(tensors)
         if rows is None or rows > self.parameters.max_batch_size:
-            return self._call(function, tensors)  # nothing to join, or too big to join
+            return self._call(signature, tensors)  # nothing to join, or too big to join
         shapes = None if self.parameters.pad_variable_length_inputs else {
             name: tuple(tensor.shape[1:]) for name, tensor in tensors.items()}
         task = _Task(tensors, rows)
         with self._condition:
-            batch = next((batch for batch in self._batches if batch.function is function
+            batch = next((batch for batch in self._batches if batch.signature == signature
                           and batch.shapes == shapes
                           and batch.rows + rows <= self.parameters.max_batch_size), None)
             if batch is None:
                 if len(self._batches) >= self.parameters.max_enqueued_batches:
                     raise ServingError("The batch scheduling queue to which this task was "
                                        "submitted is full", status=503)
-                batch = _Batch(function, shapes)
+                batch = _Batch(signature, shapes)
                 self._batches.append(batch)
             batch.tasks.append(task)
             batch.rows += rows
@@ -189,14 +181,14 @@ class Batcher:
             return
         for task in batch.tasks:
             try:
-                task.outputs = self._call(batch.function, task.tensors)
+                task.outputs = self._call(batch.signature, task.tensors)
             except Exception as own_error:  # handed to this caller alone
                 task.error = own_error
             task.done.set()
 
     def _run_batch(self, batch):
         if len(batch.tasks) == 1 and not self.parameters.allowed_batch_sizes:
-            return self._call(batch.function, batch.tasks[0].tensors)
+            return self._call(batch.signature, batch.tasks[0].tensors)
         names = list(batch.tasks[0].tensors)
         merged = {}
         for name in names:
@@ -208,10 +200,27 @@ class Batcher:
             if target > batch.rows:
                 arrays.append(np.repeat(arrays[0][:1], target - batch.rows, axis=0))
             merged[name] = tf.constant(np.concatenate(arrays), dtype=batch.tasks[0].tensors[name].dtype)
-        outputs = self._call(batch.function, merged)
+        outputs = self._call(batch.signature, merged)
         total = int(next(iter(merged.values())).shape[0])
         for name, value in outputs.items():
             if np.ndim(value) == 0 or value.shape[0] != total:
                 raise ServingError(f"batching: output '{name}' of shape {np.shape(value)} has no "
                                    f"batch dimension of {total}", status=500)
         return outputs
+
+
+class BatchingServable:
+    """TF Serving's BatchingSession: the runs of `servable` joined into batches as
+    `parameters` say. The servable checks each caller's inputs (`check`) and makes each
+    joined call (`call`) without knowing it is batched; all else (signatures, version) is
+    the servable's own."""
+
+    def __init__(self, servable, parameters):
+        self.servable = servable
+        self._batcher = Batcher(parameters, servable.call)
+
+    def __getattr__(self, name):
+        return getattr(self.servable, name)
+
+    def run(self, signature_name, columns):
+        return self._batcher.run(signature_name, self.servable.check(signature_name, columns))

@@ -8,10 +8,9 @@ from concurrent import futures
 import time
 
 from absl import logging
-from google.protobuf import json_format
 import grpc
-from tensorflow_serving.apis import (get_model_status_pb2, model_management_pb2, model_pb2,
-                                     model_service_pb2_grpc, prediction_service_pb2_grpc)
+from tensorflow_serving.apis import (model_management_pb2, model_pb2, model_service_pb2_grpc,
+                                     prediction_service_pb2_grpc)
 
 from albert_tf import errors
 from albert_tf.serving import grpc_listen, request_core
@@ -103,8 +102,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
             require_model_spec(request)
             spec = request.model_spec
             number = spec.version.value if spec.WhichOneof("version_choice") == "version" else None
-            return json_format.ParseDict(self.core.status(spec.name, number),
-                                         get_model_status_pb2.GetModelStatusResponse())
+            return self.core.status(spec.name, number)
         return _answer(context, status, self.metrics, request.model_spec.name, "status")
 
 

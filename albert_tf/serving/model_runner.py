@@ -1,13 +1,13 @@
-"""One loaded SavedModel version, TF Serving's servable: its signatures, each input checked
-against its signature before the graph runs, and the graph calls (through its batcher, built
-with it, when batching is on). The request core (`request_core`) answers requests with it."""
+"""One loaded version, TF Serving's servable: its signatures, each input checked against its
+signature before the graph runs, and the graph calls. The request core (`request_core`) answers
+requests with it; batching wraps it (`batching.BatchingServable`)."""
 
 import contextlib
 import threading
 
 import tensorflow as tf
 
-from albert_tf.serving import batching, saved_model_files
+from albert_tf.serving import saved_model_files
 from albert_tf.serving.errors import ServingError
 
 DEFAULT_SIGNATURE = "serving_default"
@@ -45,38 +45,47 @@ def served(signature_defs):
     return {name: proto for name, proto in signature_defs.items() if not name.startswith("__")}
 
 
-class ModelRunner:
-    """Runs the signatures of the SavedModel in `model_dir`, served as `version` of `model_name`,
-    its calls joined into batches as `batching_parameters` says (None: no batching)."""
+def graph_call(function, tensors):
+    """One graph call of `function` on checked tensors; graph errors as ServingErrors."""
+    try:
+        with GRAPH_CALLS.slot():
+            return {key: value.numpy() for key, value in function(**tensors).items()}
+    except tf.errors.InvalidArgumentError as error:
+        raise ServingError(error.message) from error
+    except UnicodeDecodeError as error:  # TF's error text quoted input bytes not UTF-8
+        raise ServingError("the model refused an input holding bytes that are not UTF-8 "
+                           "(a string input where a serialized tf.Example is expected?); "
+                           "its error text could not be decoded") from error
+    except tf.errors.OpError as error:
+        raise ServingError(error.message, status=500) from error
 
-    def __init__(self, model_dir, model_name, version, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-                 batching_parameters=None):
+
+class Servable:
+    """One loaded version, TF Serving's servable: the signatures of `model_dir` served as
+    `version` of `model_name`, each input checked before the graph runs. Its two kinds, the
+    SavedModel's (`ModelRunner`) and a model.tflite's (`tflite_servable.TfliteRunner`), load
+    their signatures (`_load`: {name: function of keyword tensors}) and choose the
+    SignatureDefs of saved_model.pb they serve (`_signature_defs`). Whether its calls are
+    batched it does not know: `batching.BatchingServable` wraps it, as TF Serving wraps a
+    session in a BatchingSession."""
+
+    def __init__(self, model_dir, model_name, version, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         self.model_dir, self.model_name, self.version = model_dir, model_name, version
         self.max_batch_size = max_batch_size
-        self._batcher = self._make_batcher(batching_parameters)
-        self._loaded = saved_model_files.load(model_dir)
-        self.signatures = dict(self._loaded.signatures)
-        if not self.signatures:
-            raise ServingError(f"{model_dir}: the SavedModel has no signatures", status=500)
-        self.all_signature_defs = all_signature_defs(model_dir)  # for metadata
+        self.signatures = self._load()
+        self.all_signature_defs = self._signature_defs(all_signature_defs(model_dir))  # metadata
         self.signature_defs = served(self.all_signature_defs)
 
-    def _make_batcher(self, parameters):
-        return None if parameters is None else batching.Batcher(parameters, self.call)
+    def _load(self):
+        raise NotImplementedError
 
-    def _signature(self, name, method=None):
-        name = name or DEFAULT_SIGNATURE
-        if not isinstance(name, str) or name not in self.signatures:
-            raise ServingError(f"Serving signature name: \"{name}\" not found in signature def; "
-                               f"available: {sorted(self.signatures)}")
-        actual = self.signature_defs[name].method_name
-        if method is not None and actual != method:
-            raise ServingError(f"Expected {method.rsplit('/', 1)[-1]} signature method_name to be "
-                               f"{method}. Was: {actual} (signature \"{name}\")")
-        return self.signatures[name]
+    def _signature_defs(self, saved):
+        raise NotImplementedError
 
-    def _convert_inputs(self, function, columns):
-        specs = function.structured_input_signature[1]  # the request core checked the names
+    def check(self, signature_name, columns):
+        """`columns` ({input name: array}) as the tensors signature `signature_name` takes,
+        refused (naming the input) unless dtype, shape and batch size fit it."""
+        specs = self.input_specs(signature_name)  # the request core checked the names
         tensors, batch_sizes = {}, {}
         for key, spec in specs.items():
             try:  # numpy arrays from the request core's TensorProtos (strings: object arrays)
@@ -106,34 +115,29 @@ class ModelRunner:
             raise ServingError("empty batch")
         return tensors
 
-    def run(self, signature_name, columns, method=None):
-        """The outputs (numpy) of signature `signature_name` (None: serving_default) on `columns`
-        ({input name: array}), refused unless its method_name is `method` when one is given.
-        The entry point of the request core."""
-        return self._run(self._signature(signature_name, method), columns)
+    def call(self, signature_name, tensors):
+        """One graph call of signature `signature_name` on checked tensors."""
+        return graph_call(self.signatures[signature_name], tensors)
 
-    def input_specs(self, signature_name, method=None):
-        """{input name: tf.TensorSpec} of a signature (a ServingError if there is none, or if
-        its method_name is not `method` when one is given)."""
-        return self._signature(signature_name, method).structured_input_signature[1]
+    def run(self, signature_name, columns):
+        """The outputs (numpy) of signature `signature_name`, which the request core resolved
+        (its SignatureDef exists), on `columns` ({input name: array})."""
+        return self.call(signature_name, self.check(signature_name, columns))
 
-    def _run(self, function, columns):
-        tensors = self._convert_inputs(function, columns)
-        if self._batcher is not None:
-            return self._batcher.run(function, tensors)
-        return self.call(function, tensors)
+    def input_specs(self, signature_name):
+        """{input name: tf.TensorSpec} of a signature the request core resolved."""
+        return self.signatures[signature_name].structured_input_signature[1]
 
-    @staticmethod
-    def call(function, tensors):
-        """One graph call on checked tensors; graph errors as ServingErrors."""
-        try:
-            with GRAPH_CALLS.slot():
-                return {key: value.numpy() for key, value in function(**tensors).items()}
-        except tf.errors.InvalidArgumentError as error:
-            raise ServingError(error.message) from error
-        except UnicodeDecodeError as error:  # TF's error text quoted input bytes not UTF-8
-            raise ServingError("the model refused an input holding bytes that are not UTF-8 "
-                               "(a string input where a serialized tf.Example is expected?); "
-                               "its error text could not be decoded") from error
-        except tf.errors.OpError as error:
-            raise ServingError(error.message, status=500) from error
+
+class ModelRunner(Servable):
+    """The servable of the SavedModel in `model_dir`."""
+
+    def _load(self):
+        self._loaded = saved_model_files.load(self.model_dir)
+        signatures = dict(self._loaded.signatures)
+        if not signatures:
+            raise ServingError(f"{self.model_dir}: the SavedModel has no signatures", status=500)
+        return signatures
+
+    def _signature_defs(self, saved):
+        return saved

@@ -7,6 +7,8 @@ these with the client's protos, the REST front end with the protos it made from 
 
 import numpy as np
 import tensorflow as tf
+from google.protobuf import text_format
+from tensorflow.core.framework import types_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, inference_pb2,
                                      predict_pb2, regression_pb2)
 
@@ -47,16 +49,24 @@ def _check_output_filter(request, output_names):
         seen.add(alias)
 
 
-def predict(runner, request, as_proto_field=True):
-    """A PredictRequest's PredictResponse, checked as predict_util.cc does before the model
-    runs: the signature (FAILED_PRECONDITION when unknown), the inputs' names, the output
-    filter; `output_filter` limits the outputs returned, `as_proto_field` chooses how their
-    values are written (`tensor_protos.tensor_proto`)."""
-    signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
-    signature_def = runner.signature_defs.get(signature)
+def predict_signature(runner, name):
+    """predict_util.cc: the SignatureDef of signature `name` (serving_default when empty),
+    FAILED_PRECONDITION when the version has none of that name."""
+    signature_def = runner.signature_defs.get(name or DEFAULT_SIGNATURE)
     if signature_def is None:
-        raise ServingError(f"Serving signature key \"{signature}\" not found.",
+        raise ServingError(f"Serving signature key \"{name or DEFAULT_SIGNATURE}\" not found.",
                            code=Code.FAILED_PRECONDITION)
+    return signature_def
+
+
+def predict(runner, request, as_proto_field=True, signature_def=None):
+    """A PredictRequest's PredictResponse, checked as predict_util.cc does before the model
+    runs: the signature (resolved here once, or given as `signature_def` by a front end that
+    resolved it), the inputs' names, the output filter; `output_filter` limits the outputs
+    returned, `as_proto_field` chooses how their values are written
+    (`tensor_protos.tensor_proto`)."""
+    signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
+    signature_def = signature_def or predict_signature(runner, signature)
     specs = runner.input_specs(signature)
     sent, wanted = sorted(request.inputs), sorted(specs)
     if sent != wanted:
@@ -99,31 +109,91 @@ def serialized_examples(model_input):
     return np.array([example.SerializeToString() for example in examples], dtype=object)
 
 
-def _run_examples(runner, signature, model_input, method):
-    """The outputs of a Classify or Regress signature on the Input's examples: the signature's
-    method checked first, then its single input (classifier.cc, regressor.cc)."""
-    specs = runner.input_specs(signature, method)
-    if len(specs) != 1:
-        raise ServingError(f"a {method} signature takes one input of serialized tf.Examples, "
-                           f"signature {signature!r} takes {sorted(specs)}")
-    return runner.run(signature, {next(iter(specs)): serialized_examples(model_input)}, method)
+_KIND = {signature_methods.CLASSIFY: "classification", signature_methods.REGRESS: "regression"}
+
+
+def examples_signature(runner, name, method):
+    """The name of the Classify or Regress signature `name` (serving_default when empty),
+    checked as classifier.cc and regressor.cc check it, in their words and order (with
+    TF Serving's signature method name check on): it exists, its method_name is `method`, it
+    takes one input, "inputs", and has the outputs its method returns."""
+    name = name or DEFAULT_SIGNATURE
+    signature_def = runner.signature_defs.get(name)
+    if signature_def is None:
+        raise ServingError(f"No signature was found with the name: {name}")
+    kind = _KIND[method]
+    if signature_def.method_name != method:
+        raise ServingError(f"Expected {kind} signature method_name to be {method}. Was: "
+                           f"{signature_def.method_name}")
+    if len(signature_def.inputs) != 1:
+        raise ServingError("Expected one input Tensor.")
+    outputs = len(signature_def.outputs)
+    if method == signature_methods.CLASSIFY and outputs not in (1, 2):
+        raise ServingError(f"Expected one or two output Tensors, found {outputs}")
+    if method == signature_methods.REGRESS and outputs != 1:
+        raise ServingError("Expected one output Tensor.")
+    if signature_methods.CLASSIFY_INPUTS not in signature_def.inputs:
+        raise ServingError(f"No {kind} inputs found in SignatureDef: "
+                           f"{text_format.MessageToString(signature_def)}")
+    if method == signature_methods.REGRESS and (
+            signature_methods.REGRESS_OUTPUTS not in signature_def.outputs):
+        raise ServingError(f"No regression outputs found in SignatureDef: "
+                           f"{text_format.MessageToString(signature_def)}")
+    if method == signature_methods.CLASSIFY and not (
+            {signature_methods.CLASSIFY_CLASSES, signature_methods.CLASSIFY_SCORES}
+            & set(signature_def.outputs)):
+        raise ServingError(f"Expected classification signature outputs to contain at least one "
+                           f"of \"classes\" or \"scores\". Signature was: "
+                           f"{text_format.MessageToString(signature_def)}")
+    return name
+
+
+def _run_examples(runner, name, model_input, method):
+    """(number of examples, outputs) of the Classify or Regress signature `name` on the
+    Input's examples."""
+    name = examples_signature(runner, name, method)
+    examples = serialized_examples(model_input)
+    outputs = runner.run(name, {signature_methods.CLASSIFY_INPUTS: examples})
+    return len(examples), outputs
+
+
+def _shape(array):
+    return f"[{','.join(str(size) for size in np.shape(array))}]"  # TensorShape::DebugString
+
+
+def _dtype(array):
+    return types_pb2.DataType.Name(tf.dtypes.as_dtype(np.asarray(array).dtype).as_datatype_enum)
+
+
+def _check_classify_output(array, what, dtype, examples):
+    """classifier.cc PostProcessClassificationResult's checks of `classes` or `scores`."""
+    if np.ndim(array) != 2:
+        raise ServingError(f"Expected Tensor shape: [batch_size num_classes] but got "
+                           f"{_shape(array)}")
+    if _dtype(array) != dtype:
+        raise ServingError(f"Expected {what} Tensor of {dtype}. Got: {_dtype(array)}")
+    if array.shape[0] != examples:
+        raise ServingError(f"Expected {what} output batch size of {examples}. Got: "
+                           f"{array.shape[0]}")
 
 
 def classification_result(runner, signature, model_input, result):
     """Fills a ClassificationResult: per example, (label, score) per class."""
-    outputs = _run_examples(runner, signature, model_input, signature_methods.CLASSIFY)
+    examples, outputs = _run_examples(runner, signature, model_input,
+                                      signature_methods.CLASSIFY)
     classes = outputs.get(signature_methods.CLASSIFY_CLASSES)
     scores = outputs.get(signature_methods.CLASSIFY_SCORES)
-    reference = scores if scores is not None else classes
-    if reference is None:
-        raise ServingError("the classify signature returns neither 'classes' nor 'scores'",
-                           status=500)
-    shape = (reference.shape[0], -1)
-    labels = None if classes is None else [
-        [label.decode("utf-8") if isinstance(label, bytes) else str(label) for label in row]
-        for row in classes.reshape(shape).tolist()]
-    values = None if scores is None else scores.reshape(shape).tolist()
-    for row in range(shape[0]):
+    if classes is not None:
+        _check_classify_output(classes, "classes", "DT_STRING", examples)
+    if scores is not None:
+        _check_classify_output(scores, "scores", "DT_FLOAT", examples)
+    if classes is not None and scores is not None and classes.shape[1] != scores.shape[1]:
+        raise ServingError(f"Tensors class and score should match in dim_size(1). Got "
+                           f"{classes.shape[1]} vs. {scores.shape[1]}")
+    labels = None if classes is None else [[label.decode("utf-8") for label in row]
+                                           for row in classes.tolist()]
+    values = None if scores is None else scores.tolist()
+    for row in range(examples):
         classifications = result.classifications.add()
         for column in range(len((values or labels)[row])):
             item = classifications.classes.add()
@@ -134,11 +204,20 @@ def classification_result(runner, signature, model_input, result):
 
 
 def regression_result(runner, signature, model_input, result):
-    """Fills a RegressionResult: one value per example."""
-    outputs = _run_examples(runner, signature, model_input, signature_methods.REGRESS)
-    if signature_methods.REGRESS_OUTPUTS not in outputs:
-        raise ServingError("the regress signature has no 'outputs' output", status=500)
-    for value in np.reshape(outputs[signature_methods.REGRESS_OUTPUTS], [-1]):
+    """Fills a RegressionResult: one value per example, checked as regressor.cc's
+    PostProcessRegressionResult checks it."""
+    examples, outputs = _run_examples(runner, signature, model_input, signature_methods.REGRESS)
+    values = outputs[signature_methods.REGRESS_OUTPUTS]
+    shape = np.shape(values)
+    if not (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)):
+        raise ServingError(f"Expected output Tensor shape to be either [batch_size] or "
+                           f"[batch_size, 1] but got {_shape(values)}")
+    if shape[0] != examples:
+        raise ServingError(f"Input batch size did not match output batch size: {examples} vs. "
+                           f"{shape[0]}")
+    if _dtype(values) != "DT_FLOAT":
+        raise ServingError(f"Expected output Tensor of DT_FLOAT.  Got: {_dtype(values)}")
+    for value in np.reshape(values, [-1]):
         result.regressions.add().value = float(value)
 
 

@@ -130,7 +130,8 @@ class RestApp:
             if parsed.verb == "metadata":
                 return JSONResponse(await run_in_threadpool(
                     lambda: rest_json.metadata(self._runner(parsed))))
-            return JSONResponse(self.core.status(parsed.name, parsed.version))
+            return JSONResponse(rest_json.model_status(self.core.status(parsed.name,
+                                                                       parsed.version)))
         raise ServingError(f"Malformed request: {parsed.method} {parsed.path}")
 
     def _runner(self, parsed):

@@ -38,7 +38,7 @@ def predict(document, find_runner):
     name = json_values.signature_name(document) or DEFAULT_SIGNATURE
     runner = find_runner()
     signature_def = runner.signature_defs.get(name)
-    if signature_def is None:
+    if signature_def is None:  # GetInfoMap's text: TF Serving's REST API resolves it first
         raise ServingError(f"Serving signature name: \"{name}\" not found in signature def")
     dtypes = {key: tf.dtypes.as_dtype(info.dtype) for key, info in signature_def.inputs.items()}
     try:
@@ -46,7 +46,8 @@ def predict(document, find_runner):
         request = predict_pb2.PredictRequest(model_spec=_model_spec(runner, name))
         for key, array in arrays.items():  # numbers as tensor_content: one copy of the bytes
             request.inputs[key].CopyFrom(tensor_protos.tensor_proto(array, False, dtypes[key]))
-        response = request_core.predict(runner, request, as_proto_field=False)
+        response = request_core.predict(runner, request, as_proto_field=False,
+                                        signature_def=signature_def)
     except ServingError as error:
         if error.code != Code.INVALID_ARGUMENT or error.status != 400:
             raise
@@ -111,3 +112,10 @@ def metadata(runner):
             "metadata": {"signature_def": json_format.MessageToDict(
                 signature_map, preserving_proto_field_name=True,
                 always_print_fields_with_no_presence=True)}}
+
+
+def model_status(response):
+    """A GetModelStatusResponse printed as TF Serving's ProcessModelStatusRequest prints it:
+    proto field names, every field (an OK status too), int64 versions as strings."""
+    return json_format.MessageToDict(response, preserving_proto_field_name=True,
+                                     always_print_fields_with_no_presence=True)

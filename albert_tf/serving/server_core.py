@@ -7,10 +7,11 @@ of servables built batched and warmed up as they load)."""
 
 import os
 
+from tensorflow_serving.apis import get_model_status_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from albert_tf import errors
-from albert_tf.serving import model_config, tflite_servable, warmup
+from albert_tf.serving import batching, model_config, tflite_servable, warmup
 from albert_tf.serving import versions as versions_lib
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import ModelRunner
@@ -23,13 +24,15 @@ class StartupError(errors.UserInputError):
 
 def version_loader(options):
     """The `ServedVersions` loader of `options` (a `ServerOptions`): a `ModelRunner` (its
-    `model.tflite`'s with `prefer_tflite_model`, `tflite_servable`), batched when batching is on
-    and warmed up from its `assets.extra` before it is served."""
+    `model.tflite`'s with `prefer_tflite_model`, `tflite_servable`), wrapped in a
+    `batching.BatchingServable` when batching is on, and warmed up from its `assets.extra`
+    before it is served."""
     make_runner = tflite_servable.load_runner if options.prefer_tflite_model else ModelRunner
 
     def load(model_dir, model_name, version, max_batch_size):
-        runner = make_runner(model_dir, model_name, version, max_batch_size,
-                             options.batching_parameters)
+        runner = make_runner(model_dir, model_name, version, max_batch_size)
+        if options.batching_parameters is not None:
+            runner = batching.BatchingServable(runner, options.batching_parameters)
         if options.enable_model_warmup:
             warmup.replay(runner)
         return runner
@@ -101,18 +104,19 @@ class ServerCore:
                              spec.version_label if choice == "version_label" else None)
 
     def status(self, name, version=None):
-        """GetModelStatus as JSON: every version of model `name` (a version label is not
-        asked for: every version is listed), or `version` only; a model a reload removed still
-        lists its versions (END), as TF Serving's servable state monitor keeps them."""
+        """GetModelStatus: the GetModelStatusResponse of every version of model `name` (a
+        version label is not asked for: every version is listed), or of `version` only; a
+        model a reload removed still lists its versions (END), as TF Serving's servable state
+        monitor keeps them."""
         versions = self._models.models.get(name) or self._models.retired.get(name)
-        entries = versions.status()["model_version_status"] if versions is not None else []
-        if version is not None:
-            entries = [entry for entry in entries if entry["version"] == str(version)]
+        entries = [] if versions is None else [
+            entry for entry in versions.status().model_version_status
+            if version is None or entry.version == version]
         if not entries:
             raise ServingError(f"Could not find any versions of model {name}" if version is None
                                else f"Could not find version {version} of model {name}",
                                code=Code.NOT_FOUND)
-        return {"model_version_status": entries}
+        return get_model_status_pb2.GetModelStatusResponse(model_version_status=entries)
 
     def reload(self, config):
         """HandleReloadConfigRequest: serve the models of a `ModelServerConfig` proto."""

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from albert_tf.export.tflite import INPUT_LIMITS_FILE, TFLITE_FILE
 from albert_tf.serving.errors import ServingError
-from albert_tf.serving.model_runner import ModelRunner, all_signature_defs, served
+from albert_tf.serving.model_runner import ModelRunner, Servable, served
 
 
 TFLITE_IDENTIFIER = b"TFL3"  # the flatbuffer file identifier of TFLite's schema, bytes 4-8
@@ -98,8 +98,8 @@ class _ErrorText:
 
 class TfliteSignature:
     """One signature of the interpreter, called as a SavedModel's concrete function is
-    (`structured_input_signature`, keyword tensors in, {name: tensor} out), so `ModelRunner`'s
-    input checks, batching and error mapping apply unchanged. The interpreter runs one call at a
+    (`structured_input_signature`, keyword tensors in, {name: tensor} out), so the servables'
+    shared input checks, batching and error mapping apply unchanged. The interpreter runs one call at a
     time (TFLite interpreters are not thread-safe); its kernels use every CPU. `errors` is the
     interpreter's `_ErrorText`, shared by its signatures."""
 
@@ -123,42 +123,41 @@ class TfliteSignature:
         return {key: tf.constant(value) for key, value in outputs.items()}
 
 
-class TfliteRunner(ModelRunner):
-    """A `ModelRunner` over `<model_dir>/model.tflite` instead of its saved_model.pb."""
+class TfliteRunner(Servable):
+    """The servable of `<model_dir>/model.tflite`, the sibling of the SavedModel's `ModelRunner`:
+    its signatures are the TFLite file's, their SignatureDefs the saved_model.pb's of the same
+    name, and its inputs are also checked against the export's input limits."""
 
-    def __init__(self, model_dir, model_name, version, max_batch_size,
-                 batching_parameters=None):  # not the SavedModel load
-        self.model_dir, self.model_name, self.version = model_dir, model_name, version
-        self.max_batch_size = max_batch_size
-        self._batcher = self._make_batcher(batching_parameters)
-        path = os.path.join(model_dir, TFLITE_FILE)
+    def _load(self):
+        path = os.path.join(self.model_dir, TFLITE_FILE)
         interpreter = _interpreter(path, read_model(path))
         lock, errors = threading.Lock(), _ErrorText()
         try:
-            self.signatures = {name: TfliteSignature(interpreter, name, lock, errors)
-                               for name in interpreter.get_signature_list()}
+            signatures = {name: TfliteSignature(interpreter, name, lock, errors)
+                          for name in interpreter.get_signature_list()}
         except (ValueError, RuntimeError) as error:  # tensors that cannot be allocated
             raise ServingError(f"{path}: the TFLite model cannot be prepared: {error}",
                                status=500) from error
-        if not self.signatures:
+        if not signatures:
             raise ServingError(f"{path}: the TFLite model has no signatures", status=500)
-        saved = all_signature_defs(model_dir)
+        self.input_limits = _read_limits(self.model_dir)
+        return signatures
+
+    def _signature_defs(self, saved):
+        path = os.path.join(self.model_dir, TFLITE_FILE)
         missing = sorted(set(self.signatures) - set(saved))
         if missing:
             raise ServingError(f"{path}: signature(s) {missing} are not in "
-                               f"{os.path.join(model_dir, 'saved_model.pb')} (its signatures: "
-                               f"{sorted(served(saved))})", status=500)
-        self.input_limits = _read_limits(model_dir)
-        self.all_signature_defs = {name: saved[name] for name in self.signatures}
-        self.signature_defs = served(self.all_signature_defs)
-        logging.info("serving version %s of %s from %s (signatures %s)", version, model_name,
-                     path, ", ".join(sorted(self.signatures)))
+                               f"{os.path.join(self.model_dir, 'saved_model.pb')} (its "
+                               f"signatures: {sorted(served(saved))})", status=500)
+        logging.info("serving version %s of %s from %s (signatures %s)", self.version,
+                     self.model_name, path, ", ".join(sorted(self.signatures)))
+        return {name: saved[name] for name in self.signatures}
 
-    def _convert_inputs(self, function, columns):
-        tensors = super()._convert_inputs(function, columns)
-        name = next(key for key, value in self.signatures.items() if value is function)
-        if name in self.input_limits:
-            check_inputs(self.input_limits[name], tensors)
+    def check(self, signature_name, columns):
+        tensors = super().check(signature_name, columns)
+        if signature_name in self.input_limits:
+            check_inputs(self.input_limits[signature_name], tensors)
         return tensors
 
 
@@ -175,11 +174,11 @@ def _read_limits(model_dir):
         raise ServingError(f"{path}: cannot be read: {error}", status=500) from error
 
 
-def load_runner(model_dir, model_name, version, max_batch_size, batching_parameters=None):
-    """The runner TF Serving's --prefer_tflite_model picks: the TFLite file when the version
+def load_runner(model_dir, model_name, version, max_batch_size):
+    """The servable TF Serving's --prefer_tflite_model picks: the TFLite file when the version
     has one, else the SavedModel."""
     if tf.io.gfile.exists(os.path.join(model_dir, TFLITE_FILE)):
-        return TfliteRunner(model_dir, model_name, version, max_batch_size, batching_parameters)
+        return TfliteRunner(model_dir, model_name, version, max_batch_size)
     logging.warning("--prefer_tflite_model: %s has no %s; serving its saved_model.pb, as TF "
                     "Serving does", model_dir, TFLITE_FILE)
-    return ModelRunner(model_dir, model_name, version, max_batch_size, batching_parameters)
+    return ModelRunner(model_dir, model_name, version, max_batch_size)

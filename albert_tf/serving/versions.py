@@ -10,6 +10,8 @@ import threading
 
 from absl import logging
 import tensorflow as tf
+from tensorflow.core.protobuf import error_codes_pb2
+from tensorflow_serving.apis import get_model_status_pb2
 
 from albert_tf import errors
 from albert_tf.serving import preload_checks
@@ -252,16 +254,19 @@ class ServedVersions:
             self._runners.clear()
 
     def status(self):
-        """TF Serving's GetModelStatus JSON of every version: LOADING while a load (or its
-        retries) runs, AVAILABLE, END once unloaded, or END with the error of a load that never
-        succeeded."""
+        """TF Serving's GetModelStatusResponse of every version, newest first: LOADING while a
+        load (or its retries) runs, AVAILABLE, END once unloaded, or END with the error of a
+        load that never succeeded."""
+        version_status = get_model_status_pb2.ModelVersionStatus
         with self._lock:
-            states = {number: ("END", "OK", "") for number in self._ended}
-            states.update({number: ("LOADING", "OK", "") for number in self._loading})
-            states.update({number: ("AVAILABLE", "OK", "") for number in self._runners})
-            states.update({number: ("END", "UNKNOWN", message)
+            states = {number: (version_status.END, "") for number in self._ended}
+            states.update({number: (version_status.LOADING, "") for number in self._loading})
+            states.update({number: (version_status.AVAILABLE, "") for number in self._runners})
+            states.update({number: (version_status.END, message)
                            for number, message in self._failures.items()})
-        return {"model_version_status": [
-            {"version": str(number), "state": state,
-             "status": {"error_code": code, "error_message": message}}
-            for number, (state, code, message) in sorted(states.items(), reverse=True)]}
+        response = get_model_status_pb2.GetModelStatusResponse()
+        for number, (state, message) in sorted(states.items(), reverse=True):
+            entry = response.model_version_status.add(version=number, state=state)
+            entry.status.error_code = error_codes_pb2.UNKNOWN if message else error_codes_pb2.OK
+            entry.status.error_message = message
+        return response
