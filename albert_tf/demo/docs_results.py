@@ -112,8 +112,8 @@ def render_demo_summary(_):
         f" (load average {source['cpu'].get('load_average')} at the check). Seconds: "
         + ", ".join(f"{step} {value}" for step, value in seconds.items()) + ".",
         "",
-        f"Held-out masked-LM accuracy {evaluation['masked_lm_accuracy']:.3f}, sentence order "
-        f"{evaluation['sentence_order_accuracy']:.3f} (step {evaluation['global_step']}); the exported "
+        f"Held-out masked-LM accuracy {float(evaluation['masked_lm_accuracy']):.3f}, sentence order "
+        f"{float(evaluation['sentence_order_accuracy']):.3f} (step {evaluation['global_step']}); the exported "
         f"run's dev accuracy {float(source['fine_tuning_eval']['eval_accuracy']):.3f}.",
         "",
         "| training sentences | steps | pretrained (%) | random init (%) | paired gain ± SE (points) "
