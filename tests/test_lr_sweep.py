@@ -95,5 +95,6 @@ def test_the_sweep_renders_into_the_docs_with_collapses_and_pairings(tmp_path, m
     assert "| 32 | 100 | 71.0 ± 0.6 | all 3 collapsed |" in text  # rates ascending
     assert "| batch | steps | lr 1e-4 | lr 3e-4 |" in text
     assert "lr 1e-4 against 3e-4, 100 steps, batch 32: n/a points over 0 paired seeds" in text
-    assert "Best cell with no run collapsed: lr 1e-4, 100 steps, batch 32 (71.0 ± 0.6)." in text
+    assert "Best cell with no run collapsed: lr 1e-4, 100 steps, batch 32: 71.0 ± 0.6." in text
+    assert "load average 3.0 at the start" in text
     assert math.isclose(source["tasks"]["movie_sentiment"]["best"]["mean"], 0.71)

@@ -25,7 +25,7 @@ from albert_tf.demo import study_report, verdicts
 from albert_tf.files import io_utils
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOCUMENTS = ("README.md", "docs/demo.md", "docs/paper_study.md", "bench/RESULTS.md")
+DOCUMENTS = ("README.md", "docs/demo.md", "docs/paper_study.md", "bench/RESULTS.md", "docs/fine_tuning.md")
 DEMO = "docs/results/demo.json"
 LR_SWEEP = "docs/results/lr_sweep.json"
 PAPER = "docs/results/paper_study.json"
@@ -235,12 +235,23 @@ def _rate(value):
     return f"{mantissa}e{int(exponent)}"
 
 
-def _sweep_cell(cell):
+# The verdict rule's words, said of a rate against the reference rate (positive: better than it).
+_SWEEP_VERDICTS = {verdicts.REPRODUCED: "better, beyond the 95% interval",
+                   verdicts.NOT_REPRODUCED: "worse, beyond the 95% interval"}
+
+
+def _sweep_cell(cell, seeds):
+    """`mean ± SE`, with the collapsed runs and, when fewer ran, the seeds run; `not run`."""
+    if cell is None:
+        return "not run"
+    notes = [f"{cell['collapsed']} collapsed"] if cell["collapsed"] and cell["mean"] is not None else []
+    if len(cell["seeds"]) < len(seeds):
+        notes.append(f"{len(cell['seeds'])} of {len(seeds)} seeds")
+    note = f" ({', '.join(notes)})" if notes else ""
     if cell["mean"] is None:
-        return f"all {cell['collapsed']} collapsed"
+        return f"all {cell['collapsed']} collapsed{note}"
     se = "n/a" if cell["se"] is None else f"{100 * cell['se']:.1f}"
-    collapsed = f" ({cell['collapsed']} collapsed)" if cell["collapsed"] else ""
-    return f"{100 * cell['mean']:.1f} ± {se}{collapsed}"
+    return f"{100 * cell['mean']:.1f} ± {se}{note}"
 
 
 def render_lr_sweep(_):
@@ -249,12 +260,15 @@ def render_lr_sweep(_):
     rate, paired by seed."""
     source = load(LR_SWEEP)
     settings = source["settings"]
-    lines = [f"`{source['command']}` on {source['date']}: {_machine(source['cpu'])}; load average "
-             f"{source['load_average_at_start']} at the start (shared machine: the seconds are noisy, the "
-             f"accuracies are not). {source['seconds']['runs']} runs of `run_classifier.py`, two at a time, "
-             f"median {source['seconds']['median_run']} s each; `--max_seq_length={settings['max_seq_length']}`, "
-             f"`--precision={settings['precision']}`, warm-up {settings['warmup']}, seeds "
-             f"{', '.join(map(str, settings['seeds']))}, from `{settings['init_checkpoint'] or 'random init'}`.", ""]
+    start_load = source.get("load_average_at_start")
+    lines = [f"`{source['command']}` on {source['date']}: {_machine(source['cpu'])}"
+             + ("" if start_load is None else f"; load average {start_load} at the start") + ". "
+             + (f"{source['note']} " if source.get("note") else "")
+             + f"{source['seconds']['runs']} runs of `run_classifier.py`, median {source['seconds']['median_run']} s "
+             f"each (a shared machine: the seconds are noisy; the accuracies do not depend on the load); "
+             f"`--max_seq_length={settings['max_seq_length']}`, `--precision={settings['precision']}`, warm-up "
+             f"{settings['warmup']}, seeds {', '.join(map(str, settings['seeds']))}, from "
+             f"`{settings['init_checkpoint'] or 'random init'}`.", ""]
     for name, task in source["tasks"].items():
         rates = sorted({cell["learning_rate"] for cell in task["cells"]})
         rows = sorted({(cell["batch_size"], cell["train_steps"]) for cell in task["cells"]})
@@ -266,18 +280,18 @@ def render_lr_sweep(_):
                   "|---:|---:|" + "---:|" * len(rates)]
         for batch, step_count in rows:
             lines.append(f"| {batch} | {step_count} | " + " | ".join(
-                _sweep_cell(by_key[(batch, step_count, rate)]) for rate in rates) + " |")
+                _sweep_cell(by_key.get((batch, step_count, rate)), settings["seeds"]) for rate in rates) + " |")
         lines.append("")
         for comparison in task["against_reference"]:
             gain = verdicts.points(comparison["gain"], comparison["se"])
             lines.append(f"- lr {_rate(comparison['learning_rate'])} against {_rate(comparison['reference'])}, "
                          f"{comparison['train_steps']} steps, batch {comparison['batch_size']}: {gain} points "
                          f"over {comparison['n']} paired seeds ({comparison['positive']} better): "
-                         f"{comparison['verdict']}")
+                         f"{_SWEEP_VERDICTS.get(comparison['verdict'], comparison['verdict'])}")
         best = task["best"]
         lines += ["", "Best cell with no run collapsed: " + (
             "none" if best is None else f"lr {_rate(best['learning_rate'])}, {best['train_steps']} steps, "
-            f"batch {best['batch_size']} ({_sweep_cell(best)})") + ".", ""]
+            f"batch {best['batch_size']}: {_sweep_cell(best, settings['seeds'])}") + ".", ""]
     lines.append(f"Source: `{LR_SWEEP}`.")
     return "\n" + "\n".join(lines) + "\n"
 

@@ -50,6 +50,8 @@ def define_flags(flag_values):
     define.string("precision", "float32", "run_classifier.py's --precision.")
     define.integer("parallel", 2, "Runs at a time (one thread each when more than one).")
     define.bool("run", True, "Run the runs not yet finished (false: only summarize the finished ones).")
+    define.string("note", None, "A note for the results file: how the runs were actually made "
+                  "(several invocations, other loads) when not by this one command.")
 
 
 def run_directory(output_dir, task, cell, seed):
@@ -203,7 +205,8 @@ def summarize(flags, files, cells, seeds, wall_seconds, load_at_start):
         "workload": "run_classifier.py on own CSV / JSON Lines files: dev accuracy by learning rate, steps, batch",
         "command": " ".join(shlex.quote(word) for word in ["python", "-m", "albert_tf.demo.lr_sweep", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-        "cpu": cpu, "load_average_at_start": round(load_at_start, 2),
+        "cpu": cpu, "load_average_at_start": round(load_at_start, 2) if flags["run"] else None,
+        "note": flags["note"],
         "settings": {"init_checkpoint": flags["init_checkpoint"], "max_seq_length": flags["max_seq_length"],
                      "precision": flags["precision"], "seeds": seeds, "warmup": "a tenth of the steps",
                      "parallel": flags["parallel"], "reference_rate": REFERENCE_RATE},
