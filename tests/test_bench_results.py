@@ -101,8 +101,8 @@ import bench_rest_server, keras_fit
 run = {"requests_per_s": 20.0, "p50_ms": 900.0, "p99_ms": 1500.0, "connection_errors": 0}
 print(json.dumps([bench_rest_server.results_table({("off", "rest", "warm"): dict(run, requests_per_s=10.0),
                                                    ("on", "rest", "warm"): run, ("on", "grpc", "warm"): run}),
-                  keras_fit.results_table({"keras_fit": [0.002, 0.006, 0.004],
-                                           "run_classifier": [0.004, 0.004, 0.004]})]))
+                  keras_fit.results_table({"cpu": {"keras_fit": [0.002, 0.006, 0.004],
+                                                   "run_classifier": [0.004, 0.004, 0.004]}})]))
 """
 
 
@@ -114,6 +114,7 @@ def test_the_rest_server_and_keras_fit_tables_compare_like_with_like():
     assert rest_server[1]["note"] == "p50 900.0 ms, p99 1500.0 ms, 0 connection errors"
     assert [round(entry["ratio"], 2) for entry in rounds] == [0.5, 1.5, 1.0, 1.0]
     assert rounds[-1]["note"] == "ratio per round 1.00, 0.50–1.50"
+    assert rounds[-1]["what"] == "cpu time, median of 3 rounds"
 
 
 @pytest.mark.slow

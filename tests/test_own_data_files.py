@@ -105,6 +105,43 @@ def test_a_regression_csv_is_scored_as_sts_b_and_served_as_a_score(
     assert len(answers) == 1 and isinstance(answers[0]["label"], float)
 
 
+@pytest.mark.slow
+def test_from_preset_on_the_run_s_output_folder_predicts_as_the_script(
+        tmp_path, reviews, config_file, spm_model_file):
+    """The output folder carries the run's SentencePiece model, labels, length and casing beside
+    its checkpoints: AlbertTextClassifier.from_preset(output_dir) gives the script's own test
+    probabilities and labels (model.ckpt-best, the same truncation to --max_seq_length)."""
+    import numpy as np
+    import tensorflow as tf
+
+    import albert_tf
+    files = {split: _write(str(tmp_path / f"{split}.csv"), rows, "csv", label=split != "test")
+             for split, rows in reviews.items()}
+    longer = str(tmp_path / "albert_config.json")  # room beyond --max_seq_length: it must be recorded
+    AlbertConfig.from_dict(dict(AlbertConfig.from_json_file(config_file).to_dict(),
+                                max_position_embeddings=2 * SEQ)).to_json_file(longer)
+    output_dir = str(tmp_path / "out")
+    run_python(["run_classifier.py", f"--train_file={files['train']}",
+                f"--validation_file={files['dev']}", f"--test_file={files['test']}",
+                "--text_column_names=sentence", f"--output_dir={output_dir}",
+                f"--albert_config_file={longer}", f"--spm_model_file={spm_model_file}",
+                "--allow_random_init", "--do_train", "--do_eval", "--do_predict",
+                f"--max_seq_length={SEQ}", "--train_batch_size=16", "--train_step=20",
+                "--save_checkpoints_steps=20", "--iterations_per_loop=20", "--learning_rate=1e-3",
+                "--seed=1"])
+    texts = [text for text, _ in reviews["test"]]
+    assert max(len(text.split()) for text in texts) > SEQ  # truncation decides some predictions
+    model = albert_tf.AlbertTextClassifier.from_preset(output_dir)
+    assert model.label_names == list(LABELS) and model.preprocessor.max_seq_length == SEQ
+    with open(os.path.join(output_dir, "test_results.tsv"), encoding="utf-8") as reader:
+        script_probabilities = np.array([[float(p) for p in line.split("\t")] for line in reader])
+    with open(os.path.join(output_dir, "submit_results.tsv"), encoding="utf-8") as reader:
+        script_labels = [line.rstrip("\n").split("\t")[1] for line in reader][1:]
+    np.testing.assert_allclose(tf.nn.softmax(model.predict(texts, verbose=0)).numpy(),
+                               script_probabilities, atol=1e-5)
+    assert model.predict_labels(texts) == script_labels
+
+
 def _data(tmp_path, train_text, dev_text=None, name="train.csv", **options):
     train = tmp_path / name
     train.write_text(train_text, encoding="utf-8")

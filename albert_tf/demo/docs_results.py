@@ -8,6 +8,7 @@ and date. `python -m albert_tf.demo.docs_results` rewrites every block of DOCUME
 
 - docs/results/demo.json: `make demo`'s summary.json (copy demo_output/summary.json there), or
   the transcript of a run that kept none (it says so in `provenance`);
+- docs/results/lr_sweep.json: `python -m albert_tf.demo.lr_sweep`'s results file;
 - docs/results/paper_study.json: `make paper`'s study.json (study_output/study.json), or a
   transcript likewise;
 - bench/results/*.json: one file per workload, each with `workload`, `figure`, `command`, `cpu`,
@@ -25,12 +26,14 @@ from albert_tf.demo import study_report, verdicts
 from albert_tf.files import io_utils
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOCUMENTS = ("README.md", "docs/demo.md", "docs/paper_study.md", "bench/RESULTS.md")
+DOCUMENTS = ("README.md", "docs/demo.md", "docs/paper_study.md", "bench/RESULTS.md",
+             "docs/fine_tuning.md")
 # Documents whose blocks are rendered and checked as DOCUMENTS', but whose older prose still
 # holds figures no results file records (tests/test_docs_results.py checks DOCUMENTS' prose).
 BLOCKS_ONLY = ("docs/serving.md", "docs/pretraining.md")
 RENDERED = DOCUMENTS + BLOCKS_ONLY
 DEMO = "docs/results/demo.json"
+LR_SWEEP = "docs/results/lr_sweep.json"
 PAPER = "docs/results/paper_study.json"
 BENCH = "bench/results"
 BLOCK = re.compile(r"(<!-- results:([\w-]+) -->)(.*?)(<!-- /results -->)", re.S)
@@ -230,6 +233,75 @@ def render_paper_minutes(_):
     return f"{minutes['wall']}"
 
 
+# ---- the own-data sweep
+
+def _rate(value):
+    """1e-4 as `1e-4`, 3e-05 as `3e-5`."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+# The verdict rule's words, said of a rate against the reference rate (positive: better than it).
+_SWEEP_VERDICTS = {verdicts.REPRODUCED: "better, beyond the 95% interval",
+                   verdicts.NOT_REPRODUCED: "worse, beyond the 95% interval"}
+
+
+def _sweep_cell(cell, seeds):
+    """`mean ± SE`, with the collapsed runs and, when fewer ran, the seeds run; `not run`."""
+    if cell is None:
+        return "not run"
+    notes = [f"{cell['collapsed']} collapsed"] if cell["collapsed"] and cell["mean"] is not None else []
+    if len(cell["seeds"]) < len(seeds):
+        notes.append(f"{len(cell['seeds'])} of {len(seeds)} seeds")
+    note = f" ({', '.join(notes)})" if notes else ""
+    if cell["mean"] is None:
+        return f"all {cell['collapsed']} collapsed{note}"
+    se = "n/a" if cell["se"] is None else f"{100 * cell['se']:.1f}"
+    return f"{100 * cell['mean']:.1f} ± {se}{note}"
+
+
+def render_lr_sweep(_):
+    """Per task: dev accuracy (%) by learning rate (columns) and steps and batch (rows), mean ±
+    standard error over the seeds that did not collapse; then each rate against the reference
+    rate, paired by seed."""
+    source = load(LR_SWEEP)
+    settings = source["settings"]
+    start_load = source.get("load_average_at_start")
+    lines = [f"`{source['command']}` on {source['date']}: {_machine(source['cpu'])}"
+             + ("" if start_load is None else f"; load average {start_load} at the start") + ". "
+             + (f"{source['note']} " if source.get("note") else "")
+             + f"{source['seconds']['runs']} runs of `run_classifier.py`, median {source['seconds']['median_run']} s "
+             f"each (a shared machine: the seconds are noisy; the accuracies do not depend on the load); "
+             f"`--max_seq_length={settings['max_seq_length']}`, `--precision={settings['precision']}`, warm-up "
+             f"{settings['warmup']}, seeds {', '.join(map(str, settings['seeds']))}, from "
+             f"`{settings['init_checkpoint'] or 'random init'}`.", ""]
+    for name, task in source["tasks"].items():
+        rates = sorted({cell["learning_rate"] for cell in task["cells"]})
+        rows = sorted({(cell["batch_size"], cell["train_steps"]) for cell in task["cells"]})
+        by_key = {(c["batch_size"], c["train_steps"], c["learning_rate"]): c for c in task["cells"]}
+        labels = ", ".join(f"{label} {count}" for label, count in sorted(task["dev_label_counts"].items()))
+        lines += [f"**{name}** ({task['format']}, {task['train_examples']} training examples; dev: {labels}; "
+                  f"majority class {100 * task['majority_rate']:.1f}%): dev accuracy (%), mean ± SE",
+                  "", "| batch | steps | " + " | ".join(f"lr {_rate(rate)}" for rate in rates) + " |",
+                  "|---:|---:|" + "---:|" * len(rates)]
+        for batch, step_count in rows:
+            lines.append(f"| {batch} | {step_count} | " + " | ".join(
+                _sweep_cell(by_key.get((batch, step_count, rate)), settings["seeds"]) for rate in rates) + " |")
+        lines.append("")
+        for comparison in task["against_reference"]:
+            gain = verdicts.points(comparison["gain"], comparison["se"])
+            lines.append(f"- lr {_rate(comparison['learning_rate'])} against {_rate(comparison['reference'])}, "
+                         f"{comparison['train_steps']} steps, batch {comparison['batch_size']}: {gain} points "
+                         f"over {comparison['n']} paired seeds ({comparison['positive']} better): "
+                         f"{_SWEEP_VERDICTS.get(comparison['verdict'], comparison['verdict'])}")
+        best = task["best"]
+        lines += ["", "Best cell with no run collapsed: " + (
+            "none" if best is None else f"lr {_rate(best['learning_rate'])}, {best['train_steps']} steps, "
+            f"batch {best['batch_size']}: {_sweep_cell(best, settings['seeds'])}") + ".", ""]
+    lines.append(f"Source: `{LR_SWEEP}`.")
+    return "\n" + "\n".join(lines) + "\n"
+
+
 # ---- benchmarks
 
 def bench_results():
@@ -271,7 +343,7 @@ def render_bench_figure(workload):
 
 RENDERERS = {"demo-summary": render_demo_summary, "demo-compute": render_demo_compute,
              "paper-study": render_paper_study, "paper-minutes": render_paper_minutes,
-             "bench-current": render_bench_current}
+             "bench-current": render_bench_current, "lr-sweep": render_lr_sweep}
 
 
 def render(text, document="<text>"):

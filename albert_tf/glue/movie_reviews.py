@@ -90,7 +90,8 @@ def _row_order(review):
     return hashlib.sha256(review.id.encode("utf-8")).hexdigest()
 
 
-def _shuffled(reviews):
+def in_fixed_order(reviews):
+    """The reviews in a fixed pseudo-random order (the source lists all positives first)."""
     return sorted(reviews, key=_row_order)
 
 
@@ -132,7 +133,7 @@ def write_sst2_task(movie_reviews_tsv, out_dir):
     Returns {split: path}.
     """
     rows = {"train": [], "dev": [], "test": []}
-    for review in _shuffled(read_reviews(movie_reviews_tsv)):
+    for review in in_fixed_order(read_reviews(movie_reviews_tsv)):
         label = sst2_label(review.score)
         if label is None:
             continue
@@ -152,7 +153,7 @@ def write_unlabelled_train_text(movie_reviews_tsv, path, sentences_per_document=
     `sentences_per_document` of them in the fixed pseudo-random row order: their masked words
     teach the reviews' vocabulary, their order carries nothing. Dev and test sentences are
     never written. Returns the number of sentences."""
-    sentences = [review.text for review in _shuffled(read_reviews(movie_reviews_tsv))
+    sentences = [review.text for review in in_fixed_order(read_reviews(movie_reviews_tsv))
                  if split_of(review.id) == "train"]
     documents = ["\n".join(sentences[start:start + sentences_per_document])
                  for start in range(0, len(sentences), sentences_per_document)]
@@ -172,7 +173,7 @@ def write_stsb_task(movie_reviews_tsv, out_dir):
     """
     rows = {"train": [], "dev": [], "test": []}
     counters = {"train": 0, "dev": 0, "test": 0}
-    for review in _shuffled(read_reviews(movie_reviews_tsv)):
+    for review in in_fixed_order(read_reviews(movie_reviews_tsv)):
         split = split_of(review.id)
         index = review.id if split == "test" else str(counters[split])
         counters[split] += 1

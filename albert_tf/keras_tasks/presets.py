@@ -5,14 +5,16 @@ A preset is a folder in the layout the scripts already read:
     albert_config.json       the model's `AlbertConfig`
     *.model                  the SentencePiece model (30k-clean.model, spiece.model, ...)
     model.ckpt-N / -best     a checkpoint in the original layout (`checkpoints`)
-    text_classifier.json     written by `save_to_preset` only: label names, max_seq_length,
-                             do_lower_case of a trained classifier
+    text_classifier.json     label names, max_seq_length, do_lower_case of a trained
+                             classifier: written by `save_to_preset` and by a
+                             `run_classifier.py --do_train` run (`write_run_files`)
     labels.txt               else the label names, one a line, as `run_classifier.py` on your
                              own files and `import_from_hf.py` write them
 
-A published tarball, `import_from_hf.py`'s output and a fine-tuning output folder holding its
-config and SentencePiece model are all presets; of several checkpoints `model.ckpt-best` is taken,
-else the one the folder's `checkpoint` state file names.
+A published tarball, `import_from_hf.py`'s output and a `run_classifier.py` output folder (which
+carries its config, a copy of its SentencePiece model and text_classifier.json beside the
+checkpoints) are all presets; of several checkpoints `model.ckpt-best` is taken, else the one the
+folder's `checkpoint` state file names.
 """
 
 import dataclasses
@@ -139,3 +141,16 @@ def write_preset(folder, config, spm_model_file, variables_by_name, task, step=0
         io_utils.raise_if_disk_full(error, folder)
         raise
     return folder
+
+
+def write_run_files(output_dir, spm_model_file, label_names, max_seq_length, do_lower_case):
+    """Makes a fine-tuning output folder a preset: a copy of the run's SentencePiece model (under
+    its own name) and text_classifier.json with the run's labels, length and casing, so
+    `from_preset(output_dir)` tokenizes, truncates and names classes as the run did."""
+    target = os.path.join(output_dir, os.path.basename(spm_model_file))
+    if not (os.path.exists(target) and os.path.samefile(spm_model_file, target)):
+        with io_utils.atomic_path(target) as temp:
+            shutil.copyfile(spm_model_file, temp)
+    io_utils.atomic_write_text(os.path.join(output_dir, TASK_NAME), json.dumps(
+        {"label_names": [str(name) for name in label_names], "max_seq_length": int(max_seq_length),
+         "do_lower_case": bool(do_lower_case)}, indent=2, sort_keys=True) + "\n")

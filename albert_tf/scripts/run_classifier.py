@@ -29,6 +29,7 @@ from albert_tf.export import classifier as classifier_export
 from albert_tf.export import preprocessor as preprocessor_export
 from albert_tf.glue import own_files, processors
 from albert_tf.glue import run as glue_run
+from albert_tf.keras_tasks import presets
 from albert_tf.training import flags as training_flags
 
 
@@ -91,6 +92,9 @@ def run(flag_values):
         vocab_file=flag_values.vocab_file, do_lower_case=flag_values.do_lower_case,
         cached_dir=flag_values.cached_dir, batching=start.batching)
     summary = training_flags.run_flow(job, flag_values, start.strategy).summary
+    if flag_values.do_train and flag_values.spm_model_file and not job.regression:
+        presets.write_run_files(flag_values.output_dir, flag_values.spm_model_file, job.label_list,
+                                flag_values.max_seq_length, flag_values.do_lower_case)
     if flag_values.export_dir:
         threshold = flag_values.threshold_to_export
         path = classifier_export.export_from_checkpoint(
