@@ -313,14 +313,19 @@ def bench_results():
     return sorted(found, key=lambda item: str(item[1].get("workload", item[0])))
 
 
+def _bench_machine(result):
+    """A benchmark results file's CPU, ISA and load, as its rows and figures print them."""
+    return "; ".join(f"{'load ' if key == 'load' else ''}{result[key]}"
+                     for key in ("cpu", "isa", "load") if result.get(key))
+
+
 def render_bench_current(_):
     lines = ["| workload | current figure | command | machine | date | source |", "|---|---|---|---|---|---|"]
     for path, result in bench_results():
         if "figure" not in result:
             lines.append(f"| {result.get('workload', path)} | (no `figure` in the file) | | | | `{path}` |")
             continue
-        machine = "; ".join(f"{'load ' if key == 'load' else ''}{result[key]}"
-                            for key in ("cpu", "isa", "load") if result.get(key))
+        machine = _bench_machine(result)
         mark = " (transcribed)" if "provenance" in result else ""
         command = result["command"].replace("|", "\\|")
         lines.append(f"| {result['workload']} | {result['figure']} | `{command}` | {machine} | "
@@ -334,8 +339,7 @@ BENCH_FIGURE = "bench-figure-"
 def render_bench_figure(workload):
     """One results file's figure, then its command, machine and date, on one line."""
     result = load(os.path.join(BENCH, f"{workload}.json"))
-    machine = "; ".join(f"{'load ' if key == 'load' else ''}{result[key]}"
-                        for key in ("cpu", "isa", "load") if result.get(key))
+    machine = _bench_machine(result)
     mark = ", transcribed" if "provenance" in result else ""
     return (f"{result['figure']} (`{result['command']}`; {machine}; "
             f"{result.get('date', '')}{mark}; `{BENCH}/{workload}.json`)")
