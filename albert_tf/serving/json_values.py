@@ -363,7 +363,7 @@ def _fill(value, level, dims, dtype, out):
         _fill(item, level + 1, dims, dtype, out)
 
 
-def _array(values, dims, dtype):
+def _array(dims, values, dtype):
     if dtype == tf.string:
         array = np.empty(len(values), dtype=object)
         array[:] = values
@@ -372,12 +372,11 @@ def _array(values, dims, dtype):
         return np.array(values, dtype=dtype.as_numpy_dtype).reshape(dims)
 
 
-def tensor_from_json(value, dtype):
-    """One tensor from its JSON value: (numpy array, number of values)."""
-    dims = _dense_shape(value)
-    values = []
+def _values(value, dtype):
+    """(shape, flat list of values) of one tensor's JSON value."""
+    dims, values = _dense_shape(value), []
     _fill(value, 0, dims, dtype, values)
-    return _array(values, dims, dtype), len(values)
+    return dims, values
 
 
 def _shape_string(dims):
@@ -387,16 +386,12 @@ def _shape_string(dims):
 def _from_instances(instances, input_dtypes):
     """The row format (FillTensorMapFromInstancesList): each element one batch row."""
     names = sorted(input_dtypes)
-    first = instances[0]
-    if not isinstance(first, dict) and len(names) > 1:
-        raise ServingError("instances is a plain list, but expecting list of objects as multiple "
-                           "input tensors required as per tensorinfo_map")
 
     def is_row_object(value):
         return isinstance(value, dict) and not is_b64_object(value)
 
-    objects = is_row_object(first)
-    if not objects and len(names) > 1:  # a b64 object first: no single input to put it in
+    objects = is_row_object(instances[0])
+    if not objects and len(names) > 1:  # a value, list or b64 object first: which input?
         raise ServingError("instances is a plain list, but expecting list of objects as multiple "
                            "input tensors required as per tensorinfo_map")
     rows, shapes, sizes = {}, {}, {}
@@ -404,9 +399,7 @@ def _from_instances(instances, input_dtypes):
     def add(item, name):
         if name not in input_dtypes:
             raise ServingError(f"JSON object: does not have named input: {name}")
-        dims = _dense_shape(item)
-        values = []
-        _fill(item, 0, dims, input_dtypes[name], values)
+        dims, values = _values(item, input_dtypes[name])
         if name not in sizes:
             sizes[name], shapes[name] = len(values), dims
         elif sizes[name] != len(values):
@@ -445,7 +438,7 @@ def _from_instances(instances, input_dtypes):
             except ServingError as error:
                 raise ServingError(f"Failed to process element: {index} of 'instances' list. "
                                    f"Error: {error.code.name}: {error}") from error
-    return {name: _array(rows[name], [len(instances)] + shapes[name], input_dtypes[name])
+    return {name: _array([len(instances)] + shapes[name], rows[name], input_dtypes[name])
             for name in rows}
 
 
@@ -463,7 +456,7 @@ def _from_inputs(value, input_dtypes):
         if name not in value:
             raise ServingError(f"Missing named input: {name} in 'inputs' object.")
         try:
-            tensors[name], _ = tensor_from_json(value[name], input_dtypes[name])
+            tensors[name] = _array(*_values(value[name], input_dtypes[name]), input_dtypes[name])
         except ServingError as error:
             raise ServingError(f"{error} (input '{name}')", code=error.code) from error
     return tensors

@@ -5,7 +5,6 @@ can be added, removed or re-labelled without a restart. gRPC's `HandleReloadConf
 applies a `ModelServerConfig` sent by a client the same way (until the file changes again)."""
 
 import os
-import re
 import threading
 
 from absl import logging
@@ -16,9 +15,6 @@ from tensorflow_serving.config import model_server_config_pb2
 from albert_tf import errors
 from albert_tf.serving import preload_checks, versions as versions_lib
 from albert_tf.serving.errors import Code, ServingError
-
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-
 
 class ModelConfigError(errors.UserInputError):
     """A model config file TF Serving would refuse; the message names the file and model."""
@@ -43,11 +39,6 @@ def read_config(path):
                                f"tensorflow.serving.ModelServerConfig: {error}") from error
 
 
-def _is_relative(base_path):
-    """TF Serving's UriIsRelativePath: neither a URI nor an absolute path."""
-    return not _URI.match(base_path) and not os.path.isabs(base_path)
-
-
 def parse(path):
     """[(name, base_path, VersionPolicy, labels)] of the models in the file at `path`."""
     return models_of(read_config(path), path)
@@ -67,7 +58,7 @@ def models_of(config, path):
         if model.name in names:
             raise ModelConfigError(f"{path}: Illegal to list model {model.name} multiple times "
                                    f"in config list")
-        if _is_relative(model.base_path):
+        if preload_checks.is_local(model.base_path) and not os.path.isabs(model.base_path):
             raise ModelConfigError(f"{path}: Expected model {model.name} to have an absolute "
                                    f"path or URI; got base_path()={model.base_path}")
         if model.model_platform not in ("", "tensorflow"):
@@ -75,16 +66,10 @@ def models_of(config, path):
                                    f"'tensorflow' is served")
         names.add(model.name)
         policy = model.model_version_policy
-        kind = policy.WhichOneof("policy_choice") or "latest"
-        try:
-            if kind == "latest":
-                num = policy.latest.num_versions or 1  # TF Serving's default policy: latest 1
-                version_policy = versions_lib.VersionPolicy("latest", num)
-            elif kind == "all":
-                version_policy = versions_lib.VersionPolicy("all")
-            else:
-                version_policy = versions_lib.VersionPolicy("specific",
-                                                            versions=policy.specific.versions)
+        try:  # TF Serving's default policy: latest 1
+            version_policy = versions_lib.VersionPolicy(
+                policy.WhichOneof("policy_choice") or "latest", policy.latest.num_versions or 1,
+                policy.specific.versions)
         except ValueError as error:
             raise ModelConfigError(f"{where}: {error}") from error
         models.append((model.name, model.base_path, version_policy, dict(model.version_labels)))

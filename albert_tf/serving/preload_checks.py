@@ -12,14 +12,15 @@ from albert_tf.export.tflite import TFLITE_FILE
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def _is_local(path):
+def is_local(path):
+    """Not a URI (gs://, s3://): a path of this machine's file system."""
     return not _URI.match(path)
 
 
 def unreadable(path):
     """True when `path` is a local folder or file this process's user may not read (a folder
     also needs search permission); remote paths (gs://, s3://) are left to their file system."""
-    if not _is_local(path) or not os.path.exists(path):
+    if not is_local(path) or not os.path.exists(path):
         return False
     wanted = os.R_OK | os.X_OK if os.path.isdir(path) else os.R_OK
     return not os.access(path, wanted)
@@ -31,7 +32,7 @@ def unreadable_reason(model_dir):
     candidates = [model_dir, os.path.join(model_dir, "saved_model.pb"),
                   os.path.join(model_dir, TFLITE_FILE), os.path.join(model_dir, "variables")]
     variables = candidates[-1]
-    if _is_local(variables) and os.path.isdir(variables) and not unreadable(variables):
+    if is_local(variables) and os.path.isdir(variables) and not unreadable(variables):
         candidates += [os.path.join(variables, name) for name in sorted(os.listdir(variables))]
     for path in candidates:
         if unreadable(path):

@@ -18,11 +18,10 @@ from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_SIGNATURE
 
 
-def set_model_spec(spec, runner, signature_name):
+def set_model_spec(spec, runner, signature_name=""):
     """Fills a response's ModelSpec: the served name, version and signature."""
-    spec.name = runner.model_name
-    spec.version.value = runner.version
-    spec.signature_name = signature_name or "serving_default"
+    spec.name, spec.version.value, spec.signature_name = (runner.model_name, runner.version,
+                                                          signature_name)
 
 
 def _ndarray(name, proto, spec):
@@ -49,24 +48,17 @@ def _check_output_filter(request, output_names):
         seen.add(alias)
 
 
-def predict_signature(runner, name):
-    """predict_util.cc: the SignatureDef of signature `name` (serving_default when empty),
-    FAILED_PRECONDITION when the version has none of that name."""
-    signature_def = runner.signature_defs.get(name or DEFAULT_SIGNATURE)
-    if signature_def is None:
-        raise ServingError(f"Serving signature key \"{name or DEFAULT_SIGNATURE}\" not found.",
-                           code=Code.FAILED_PRECONDITION)
-    return signature_def
-
-
 def predict(runner, request, as_proto_field=True, signature_def=None):
     """A PredictRequest's PredictResponse, checked as predict_util.cc does before the model
-    runs: the signature (resolved here once, or given as `signature_def` by a front end that
-    resolved it), the inputs' names, the output filter; `output_filter` limits the outputs
-    returned, `as_proto_field` chooses how their values are written
+    runs: the signature (FAILED_PRECONDITION when unknown; given as `signature_def` by a front
+    end that resolved it), the inputs' names, the output filter; `output_filter` limits the
+    outputs returned, `as_proto_field` chooses how their values are written
     (`tensor_protos.tensor_proto`)."""
     signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
-    signature_def = signature_def or predict_signature(runner, signature)
+    signature_def = signature_def or runner.signature_defs.get(signature)
+    if signature_def is None:
+        raise ServingError(f"Serving signature key \"{signature}\" not found.",
+                           code=Code.FAILED_PRECONDITION)
     specs = runner.input_specs(signature)
     sent, wanted = sorted(request.inputs), sorted(specs)
     if sent != wanted:
@@ -112,12 +104,10 @@ def serialized_examples(model_input):
 _KIND = {signature_methods.CLASSIFY: "classification", signature_methods.REGRESS: "regression"}
 
 
-def examples_signature(runner, name, method):
-    """The name of the Classify or Regress signature `name` (serving_default when empty),
-    checked as classifier.cc and regressor.cc check it, in their words and order (with
-    TF Serving's signature method name check on): it exists, its method_name is `method`, it
-    takes one input, "inputs", and has the outputs its method returns."""
-    name = name or DEFAULT_SIGNATURE
+def _run_examples(runner, name, model_input, method):
+    """(number of examples, outputs) of the Classify or Regress signature `name` on the Input's
+    examples, the signature checked as classifier.cc and regressor.cc check it, in their words
+    and order (with the signature method name check on)."""
     signature_def = runner.signature_defs.get(name)
     if signature_def is None:
         raise ServingError(f"No signature was found with the name: {name}")
@@ -145,13 +135,6 @@ def examples_signature(runner, name, method):
         raise ServingError(f"Expected classification signature outputs to contain at least one "
                            f"of \"classes\" or \"scores\". Signature was: "
                            f"{text_format.MessageToString(signature_def)}")
-    return name
-
-
-def _run_examples(runner, name, model_input, method):
-    """(number of examples, outputs) of the Classify or Regress signature `name` on the
-    Input's examples."""
-    name = examples_signature(runner, name, method)
     examples = serialized_examples(model_input)
     outputs = runner.run(name, {signature_methods.CLASSIFY_INPUTS: examples})
     return len(examples), outputs
@@ -234,7 +217,7 @@ def regress(runner, request):
 
 
 def _examples_response(runner, request, fill_result, response):
-    signature = request.model_spec.signature_name or None
+    signature = request.model_spec.signature_name or DEFAULT_SIGNATURE
     fill_result(runner, signature, request.input, response.result)
     set_model_spec(response.model_spec, runner, signature)
     return response
@@ -296,7 +279,6 @@ def metadata(runner, request):
     for name, proto in runner.all_signature_defs.items():
         signature_map.signature_def[name].CopyFrom(proto)
     response = get_model_metadata_pb2.GetModelMetadataResponse()
-    set_model_spec(response.model_spec, runner, None)
-    response.model_spec.ClearField("signature_name")
+    set_model_spec(response.model_spec, runner)
     response.metadata["signature_def"].Pack(signature_map)
     return response

@@ -108,8 +108,8 @@ class RestApp:
             logging.exception("request %s %s failed", request.method, path)
             response = JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=500)
             code = Code.INTERNAL
-        self.metrics.record(parsed.name if parsed else "", _api_name(parsed), code,
-                            time.perf_counter() - started)
+        api = "other" if parsed is None or parsed.verb is None else parsed.verb or "status"
+        self.metrics.record(parsed.name if parsed else "", api, code, time.perf_counter() - started)
         await response(scope, receive, send)
 
     async def _respond(self, request, parsed):
@@ -140,7 +140,6 @@ class RestApp:
     def _post(self, parsed, body):
         """A :predict, :classify or :regress body through the request core (`rest_json`)."""
         document = json_values.parse_request(body)
-        json_values.signature_name(document)  # checked before anything else, as TF Serving
         return getattr(rest_json, parsed.verb)(document, lambda: self._runner(parsed))
 
     async def _read_body(self, request):
@@ -186,10 +185,3 @@ class RestApp:
         if not decompressor.eof:
             raise ServingError("Content-Encoding: gzip body is truncated")
         return data
-
-
-def _api_name(parsed):
-    """The metrics label of a request: predict, classify, regress, metadata, status or other."""
-    if parsed is None or parsed.verb is None:
-        return "other"
-    return parsed.verb or "status"

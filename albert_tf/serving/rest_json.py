@@ -11,18 +11,12 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import json_format
 from tensorflow.core.framework import types_pb2
-from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, model_pb2,
-                                     predict_pb2, regression_pb2)
+from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2, predict_pb2,
+                                     regression_pb2)
 
 from albert_tf.serving import json_values, request_core, tensor_protos
 from albert_tf.serving.errors import Code, ServingError
 from albert_tf.serving.model_runner import DEFAULT_SIGNATURE
-
-
-def _model_spec(runner, signature_name):
-    spec = model_pb2.ModelSpec(name=runner.model_name, signature_name=signature_name or "")
-    spec.version.value = runner.version
-    return spec
 
 
 def _signature_hint(name, signature_def):
@@ -43,7 +37,7 @@ def predict(document, find_runner):
     dtypes = {key: tf.dtypes.as_dtype(info.dtype) for key, info in signature_def.inputs.items()}
     try:
         layout, arrays = json_values.predict_inputs(document, dtypes)
-        request = predict_pb2.PredictRequest(model_spec=_model_spec(runner, name))
+        request = predict_pb2.PredictRequest(model_spec={"signature_name": name})
         for key, array in arrays.items():  # numbers as tensor_content: one copy of the bytes
             request.inputs[key].CopyFrom(tensor_protos.tensor_proto(array, False, dtypes[key]))
         response = request_core.predict(runner, request, as_proto_field=False,
@@ -72,14 +66,18 @@ def examples_input(document):
     return model_input
 
 
+def _examples_result(document, find_runner, run, request):
+    """The result of a `:classify` / `:regress` document: `request` (its request proto) filled
+    from it and answered by the request core's `run`."""
+    request.model_spec.signature_name = json_values.signature_name(document) or ""
+    request.input.CopyFrom(examples_input(document))
+    return run(find_runner(), request).result
+
+
 def classify(document, find_runner):
     """`:classify`: `{"results": [[[label, score], ...], ...]}`, one list per example."""
-    name = json_values.signature_name(document)
-    model_input = examples_input(document)
-    runner = find_runner()
-    request = classification_pb2.ClassificationRequest(model_spec=_model_spec(runner, name),
-                                                       input=model_input)
-    result = request_core.classify(runner, request).result
+    result = _examples_result(document, find_runner, request_core.classify,
+                              classification_pb2.ClassificationRequest())
     classes = [list(classifications.classes) for classifications in result.classifications]
     scores = iter(json_values.float32_json(
         np.array([item.score for row in classes for item in row], dtype=np.float32)))
@@ -88,12 +86,8 @@ def classify(document, find_runner):
 
 def regress(document, find_runner):
     """`:regress`: `{"results": [value, ...]}`, one float per example."""
-    name = json_values.signature_name(document)
-    model_input = examples_input(document)
-    runner = find_runner()
-    request = regression_pb2.RegressionRequest(model_spec=_model_spec(runner, name),
-                                               input=model_input)
-    result = request_core.regress(runner, request).result
+    result = _examples_result(document, find_runner, request_core.regress,
+                              regression_pb2.RegressionRequest())
     return {"results": json_values.float32_json(
         np.array([item.value for item in result.regressions], dtype=np.float32))}
 
@@ -101,8 +95,7 @@ def regress(document, find_runner):
 def metadata(runner):
     """`/metadata`: the GetModelMetadataResponse as TF Serving's REST API writes it, the
     SignatureDefMap unpacked from its Any (DT_* dtypes, `tensor_shape.dim`, tensor names)."""
-    request = get_model_metadata_pb2.GetModelMetadataRequest(
-        model_spec=_model_spec(runner, None), metadata_field=["signature_def"])
+    request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
     response = request_core.metadata(runner, request)
     signature_map = get_model_metadata_pb2.SignatureDefMap()
     response.metadata["signature_def"].Unpack(signature_map)
