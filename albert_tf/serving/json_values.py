@@ -522,11 +522,9 @@ def to_json(array, key):
     return array.tolist()
 
 
-def rows_from_columns(outputs, output_names):
-    """The row-format answer (`predictions`) from the columnar one (MakeRowFormatJsonFromTensors):
-    `outputs` is one output's value or {name: value}; every output needs one batch size."""
-    if not isinstance(outputs, dict):
-        outputs = {output_names[0]: outputs}
+def rows_from_columns(outputs):
+    """The row-format answer (`predictions`) from the columnar one, {name: value}
+    (MakeRowFormatJsonFromTensors): every output needs one batch size."""
     batch = None
     for name in sorted(outputs):
         if not isinstance(outputs[name], list):
@@ -542,6 +540,11 @@ def rows_from_columns(outputs, output_names):
 
 # --- tf.Examples for Classify and Regress ----------------------------------------------------------
 
+_FEATURE_KINDS = {"int64_list": ("int64", tf.train.Int64List),
+                  "float_list": ("float", tf.train.FloatList),
+                  "bytes_list": ("bytes", tf.train.BytesList)}
+
+
 def _feature(content, name):
     """A tf.train.Feature from a JSON value or list (AddValueToFeature): booleans and integers →
     int64_list, other numbers → float_list, strings and b64 objects → bytes_list; one kind per
@@ -551,7 +554,7 @@ def _feature(content, name):
     def want(wanted):
         if kind not in (None, wanted):
             raise ServingError(f"Unexpected element type in feature: {name} expecting type: "
-                               f"{ {'int64_list': 'int64', 'float_list': 'float', 'bytes_list': 'bytes'}[kind]}")
+                               f"{_FEATURE_KINDS[kind][0]}")
         return wanted
 
     for value in content if isinstance(content, list) else [content]:
@@ -579,9 +582,7 @@ def _feature(content, name):
             values.append(value)
     if kind is None:
         return tf.train.Feature()
-    return tf.train.Feature(**{kind: getattr(tf.train, {
-        "int64_list": "Int64List", "float_list": "FloatList", "bytes_list": "BytesList"}[kind])(
-            value=values)})
+    return tf.train.Feature(**{kind: _FEATURE_KINDS[kind][1](value=values)})
 
 
 def _example(value):

@@ -19,15 +19,10 @@ class CallSlots:
     order: under overload requests are served first come, first served instead of all sharing
     the CPU and all finishing late (tens of seconds of tail with 64 concurrent calls on 2 cores)."""
 
-    def __init__(self):
-        self._semaphore = None
+    semaphore = None
 
     def set_limit(self, limit):
-        self._semaphore = None if limit is None else threading.Semaphore(limit)
-
-    def slot(self):
-        """A context manager holding one of the slots while a call runs."""
-        return self._semaphore or contextlib.nullcontext()
+        self.semaphore = None if limit is None else threading.Semaphore(limit)
 
 
 GRAPH_CALLS = CallSlots()  # one limit per process: the CPU is shared by every model
@@ -48,7 +43,7 @@ def served(signature_defs):
 def graph_call(function, tensors):
     """One graph call of `function` on checked tensors; graph errors as ServingErrors."""
     try:
-        with GRAPH_CALLS.slot():
+        with GRAPH_CALLS.semaphore or contextlib.nullcontext():
             return {key: value.numpy() for key, value in function(**tensors).items()}
     except tf.errors.InvalidArgumentError as error:
         raise ServingError(error.message) from error

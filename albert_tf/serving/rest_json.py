@@ -50,7 +50,7 @@ def predict(document, find_runner):
                for key, proto in response.outputs.items()}
     if layout == "columnar":
         return {"outputs": next(iter(outputs.values())) if len(outputs) == 1 else outputs}
-    return {"predictions": json_values.rows_from_columns(outputs, sorted(signature_def.outputs))}
+    return {"predictions": json_values.rows_from_columns(outputs)}
 
 
 def examples_input(document):

@@ -1,17 +1,12 @@
 """`--prefer_tflite_model`: a version holding a `model.tflite` is served from it, as TF Serving's
-SavedModelBundleFactory does, through the same REST and gRPC calls.
+SavedModelBundleFactory does: its signatures are the TFLite file's (TfLiteSession), their
+SignatureDefs (metadata, method names) the saved_model.pb's of the same name. A version without
+one is served from its saved_model.pb, with a warning naming the file it looked for.
 
-As in TF Serving the version's signatures are the TFLite file's (TfLiteSession), each run by the
-TFLite signature runner; their SignatureDefs (metadata, method names) are the saved_model.pb's
-of the same name. A version without `model.tflite` is served from its saved_model.pb, again as
-TF Serving does, with a warning naming the file it looked for.
-
-The file is run by LiteRT's interpreter (`ai_edge_litert`, the maintained successor of
-`tf.lite.Interpreter`). A damaged file never reaches native code unchecked: built from a file
-path, the interpreter maps the file and reads it without verification (a `model.tflite` cut in
-half killed the process with SIGSEGV); built from the file's bytes, it runs the flatbuffer
-verifier first (`read_model`), so a truncated, empty, random or wrong-schema file fails the
-load of its version with a reason naming the file, like any other load failure.
+The file is run by LiteRT's interpreter (`ai_edge_litert`), built from the file's bytes so that
+TFLite's flatbuffer verifier checks it first (built from a path, it maps the file unverified: a
+`model.tflite` cut in half killed the process with SIGSEGV); a damaged file fails the load of
+its version naming the file, like any other load failure.
 """
 
 import json
@@ -31,10 +26,9 @@ from albert_tf.serving.model_runner import ModelRunner, Servable, served
 TFLITE_IDENTIFIER = b"TFL3"  # the flatbuffer file identifier of TFLite's schema, bytes 4-8
 
 
-def read_model(path):
-    """The bytes of the TFLite model at `path`, refused with a ServingError naming it and the
-    cause when it cannot be read or is not a TFLite flatbuffer (the verifier's full check runs
-    when the interpreter is built from them, `_interpreter`)."""
+def _interpreter(path):
+    """LiteRT's interpreter of the TFLite model at `path`, refused with a ServingError naming it
+    and the cause when it cannot be read, is not a TFLite flatbuffer or fails the verifier."""
     try:
         with tf.io.gfile.GFile(path, "rb") as reader:
             data = reader.read()
@@ -46,12 +40,6 @@ def read_model(path):
         raise ServingError(f"{path}: not a TFLite model: its file identifier (bytes 4-8) is "
                            f"{data[4:8]!r}, a TFLite flatbuffer's is {TFLITE_IDENTIFIER!r} "
                            f"({len(data)} bytes; damaged, or another kind of file)", status=500)
-    return data
-
-
-def _interpreter(path, data):
-    """LiteRT's interpreter of `data`, verified by TFLite's flatbuffer verifier; a truncated
-    or damaged file is refused naming `path`."""
     try:
         return litert.Interpreter(model_content=data, num_threads=os.cpu_count() or 1)
     except (ValueError, RuntimeError, UnicodeDecodeError) as error:
@@ -82,31 +70,25 @@ def check_inputs(limits, tensors):
                                f"got {bad}")
 
 
-class _ErrorText:
-    """The newest message of an interpreter's error reporter, which keeps every message it
-    was given (TFLite's PythonErrorReporter never empties its buffer): each error would
-    otherwise repeat every earlier request's."""
-
-    def __init__(self):
-        self._seen = ""
-
-    def newest(self, text):
-        newest = text[len(self._seen):] if text.startswith(self._seen) else text
-        self._seen = text
-        return newest
+def _newest(seen, text):
+    """The newest message of an interpreter's error reporter `text`, which holds every message
+    it was given (TFLite's PythonErrorReporter never empties its buffer): each error would
+    otherwise repeat every earlier request's. `seen` ([text last read]) is the interpreter's."""
+    newest = text[len(seen[0]):] if text.startswith(seen[0]) else text
+    seen[0] = text
+    return newest
 
 
 class TfliteSignature:
     """One signature of the interpreter, called as a SavedModel's concrete function is
     (`structured_input_signature`, keyword tensors in, {name: tensor} out), so the servables'
     shared input checks, batching and error mapping apply unchanged. The interpreter runs one call at a
-    time (TFLite interpreters are not thread-safe); its kernels use every CPU. `errors` is the
-    interpreter's `_ErrorText`, shared by its signatures."""
+    time (TFLite interpreters are not thread-safe); its kernels use every CPU. `errors_seen`
+    (`_newest`) is shared by the interpreter's signatures."""
 
-    def __init__(self, interpreter, name, lock, errors=None):
+    def __init__(self, interpreter, name, lock, errors_seen=None):
         self._runner = interpreter.get_signature_runner(name)
-        self._lock = lock
-        self._errors = errors or _ErrorText()
+        self._lock, self._errors_seen = lock, errors_seen or [""]
         self.structured_input_signature = ((), {
             key: tf.TensorSpec([None if size < 0 else size for size in detail["shape_signature"]],
                                tf.as_dtype(detail["dtype"]), name=key)
@@ -119,7 +101,7 @@ class TfliteSignature:
                 outputs = self._runner(**inputs)
             except (RuntimeError, ValueError) as error:  # e.g. an id outside the vocabulary
                 raise tf.errors.InvalidArgumentError(
-                    None, None, f"TFLite: {self._errors.newest(str(error))}") from error
+                    None, None, f"TFLite: {_newest(self._errors_seen, str(error))}") from error
         return {key: tf.constant(value) for key, value in outputs.items()}
 
 
@@ -130,10 +112,10 @@ class TfliteRunner(Servable):
 
     def _load(self):
         path = os.path.join(self.model_dir, TFLITE_FILE)
-        interpreter = _interpreter(path, read_model(path))
-        lock, errors = threading.Lock(), _ErrorText()
+        interpreter = _interpreter(path)
+        lock, errors_seen = threading.Lock(), [""]
         try:
-            signatures = {name: TfliteSignature(interpreter, name, lock, errors)
+            signatures = {name: TfliteSignature(interpreter, name, lock, errors_seen)
                           for name in interpreter.get_signature_list()}
         except (ValueError, RuntimeError) as error:  # tensors that cannot be allocated
             raise ServingError(f"{path}: the TFLite model cannot be prepared: {error}",

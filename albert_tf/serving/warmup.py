@@ -26,14 +26,6 @@ _REPLAYED = {"predict_log": request_core.predict, "classify_log": request_core.c
              "multi_inference_log": request_core.multi_inference}
 
 
-def _replay_one(runner, log):
-    kind = log.WhichOneof("log_type")
-    if kind not in _REPLAYED:
-        raise ValueError(f"warm-up record of unsupported kind {kind!r} (predict, classify, "
-                         f"regress and multi_inference logs are replayed)")
-    _REPLAYED[kind](runner, getattr(log, kind).request)
-
-
 def replay(runner):
     """Runs every warm-up record of `runner`'s version; returns how many (0 without the file)."""
     path = os.path.join(runner.model_dir, WARMUP_FILE)
@@ -42,23 +34,25 @@ def replay(runner):
     where = f"{path} (version {runner.version} of model {runner.model_name})"
     records, count = tf.data.TFRecordDataset(path).as_numpy_iterator(), 0
     while True:
-        record = None
-        try:
+        try:  # a corrupt record fails `next`, a request the version refuses its replay
             record = next(records, None)
             if record is None:
                 break
-            count += 1
-            if count > MAX_WARMUP_RECORDS:
+            if count == MAX_WARMUP_RECORDS:
                 raise WarmupError(f"{where}: more than {MAX_WARMUP_RECORDS} warm-up records")
-            log = prediction_log_pb2.PredictionLog()
-            log.ParseFromString(record)
-            _replay_one(runner, log)
+            log = prediction_log_pb2.PredictionLog.FromString(record)
+            kind = log.WhichOneof("log_type")
+            if kind not in _REPLAYED:
+                raise ValueError(f"warm-up record of unsupported kind {kind!r} (predict, "
+                                 f"classify, regress and multi_inference logs are replayed)")
+            _REPLAYED[kind](runner, getattr(log, kind).request)
         except WarmupError:
             raise
-        except Exception as error:  # a corrupt record, or a request the version refuses
+        except Exception as error:
             message = getattr(error, "message", None) or str(error)
-            raise WarmupError(f"{where}: warm-up record {count if record is not None else count + 1} "
-                              f"failed: {type(error).__name__}: {message}") from error
+            raise WarmupError(f"{where}: warm-up record {count + 1} failed: "
+                              f"{type(error).__name__}: {message}") from error
+        count += 1
     logging.info("warmed up version %d of %s with %d requests", runner.version,
                  runner.model_name, count)
     return count
