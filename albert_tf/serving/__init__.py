@@ -1,17 +1,10 @@
 """Serving exported SavedModels over TensorFlow Serving's REST and gRPC APIs.
 
 `tensorflow_model_server` is not on PyPI, npm or Debian, so where it is not installed the
-built-in server answers the same REST calls (tensorflow/serving `g3doc/api_rest.md`): model
-status and metadata, `:predict` in row (`instances`) or columnar (`inputs`) form, `:classify` and
-`:regress` on tf.Example features, `/versions/N` routing over every loaded version, b64 binary
-values, TF Serving's error codes with a JSON `error` body for every request, and Prometheus
-metrics at `/monitoring/prometheus/metrics`; the same calls over TF Serving's gRPC services; and
-TF Serving's model config file, version lifecycle, warm-up and batching. A client written
-against it works unchanged against TensorFlow Serving.
-
-Its modules are named after the TF Serving parts they stand for (docs/serving.md maps them):
-`server_core`, `versions`, `model_config`, `model_runner` (the servable), `request_core`, the
-REST (`rest_app`) and gRPC (`grpc_server`) front ends, `batching`, `warmup`, `server`.
+built-in server answers the same calls (tensorflow/serving `g3doc/api_rest.md`, its gRPC
+services, model config file, version lifecycle, warm-up, batching and metrics): a client written
+against it works unchanged against TensorFlow Serving. Its modules are named after the TF Serving
+parts they stand for; docs/serving.md maps them and lists what is served.
 """
 
 import tensorflow_text  # noqa: F401  registers the SentencePiece ops of raw-text signatures

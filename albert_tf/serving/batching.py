@@ -189,19 +189,17 @@ class Batcher:
     def _run_batch(self, batch):
         if len(batch.tasks) == 1 and not self.parameters.allowed_batch_sizes:
             return self._call(batch.signature, batch.tasks[0].tensors)
-        names = list(batch.tasks[0].tensors)
+        total = next((size for size in self.parameters.allowed_batch_sizes if size >= batch.rows),
+                     batch.rows)
         merged = {}
-        for name in names:
+        for name, tensor in batch.tasks[0].tensors.items():
             arrays = [task.tensors[name].numpy() for task in batch.tasks]
             inner = tuple(max(sizes) for sizes in zip(*(array.shape[1:] for array in arrays)))
             arrays = [_pad(array, inner) for array in arrays]
-            target = next((size for size in self.parameters.allowed_batch_sizes
-                           if size >= batch.rows), batch.rows)
-            if target > batch.rows:
-                arrays.append(np.repeat(arrays[0][:1], target - batch.rows, axis=0))
-            merged[name] = tf.constant(np.concatenate(arrays), dtype=batch.tasks[0].tensors[name].dtype)
+            if total > batch.rows:  # padded to an allowed batch size with copies of a row
+                arrays.append(np.repeat(arrays[0][:1], total - batch.rows, axis=0))
+            merged[name] = tf.constant(np.concatenate(arrays), dtype=tensor.dtype)
         outputs = self._call(batch.signature, merged)
-        total = int(next(iter(merged.values())).shape[0])
         for name, value in outputs.items():
             if np.ndim(value) == 0 or value.shape[0] != total:
                 raise ServingError(f"batching: output '{name}' of shape {np.shape(value)} has no "

@@ -8,27 +8,12 @@ imports nothing else of the project.
 
 import enum
 
+import grpc
 
-class Code(enum.IntEnum):
-    """Canonical status codes: the names TF Serving's metrics use, the numbers gRPC uses."""
-
-    OK = 0
-    CANCELLED = 1
-    UNKNOWN = 2
-    INVALID_ARGUMENT = 3
-    DEADLINE_EXCEEDED = 4
-    NOT_FOUND = 5
-    ALREADY_EXISTS = 6
-    PERMISSION_DENIED = 7
-    RESOURCE_EXHAUSTED = 8
-    FAILED_PRECONDITION = 9
-    ABORTED = 10
-    OUT_OF_RANGE = 11
-    UNIMPLEMENTED = 12
-    INTERNAL = 13
-    UNAVAILABLE = 14
-    DATA_LOSS = 15
-    UNAUTHENTICATED = 16
+# Canonical status codes, as gRPC defines them: the names TF Serving's metrics use, the numbers
+# gRPC sends.
+Code = enum.IntEnum("Code", [(code.name, code.value[0]) for code in grpc.StatusCode],
+                    module=__name__)
 
 
 HTTP_STATUS = {
@@ -47,14 +32,10 @@ _CODE_OF_HTTP_STATUS = {400: Code.INVALID_ARGUMENT, 404: Code.NOT_FOUND,
 
 
 class ServingError(ValueError):
-    """A request the server cannot answer; sent back as `{"error": message}`.
-
-    `code` is the canonical status (INVALID_ARGUMENT unless said otherwise) and `status` the HTTP
-    code, TF Serving's mapping of `code` unless given: 400 a malformed request or an input the
-    graph rejects, 404 an unknown model or version, 500 a failure inside the graph, 501 an
-    unsupported dtype. The server's own limits answer 408 (body not received in time) and 413
-    (body over the limit), which TF Serving does not have.
-    """
+    """A request the server cannot answer; sent back as `{"error": message}`. `code` is the
+    canonical status (INVALID_ARGUMENT unless said otherwise), `status` the HTTP code (TF
+    Serving's mapping of `code` unless given: the server's own 408 and 413 limits are not TF
+    Serving's)."""
 
     def __init__(self, message, status=None, code=None):
         super().__init__(message)

@@ -33,10 +33,11 @@ def channel_arguments(text):
     return arguments
 
 
+RECEIVE_LIMIT = "grpc.max_receive_message_length"
 # The server's own channel arguments: requests and answers up to 64 MiB (grpcio's default
 # receive limit, 4 MiB, would refuse a batch of long sequences), a port held by another server
 # refused rather than shared.
-DEFAULT_OPTIONS = (("grpc.max_receive_message_length", 64 << 20),
+DEFAULT_OPTIONS = ((RECEIVE_LIMIT, 64 << 20),
                    ("grpc.max_send_message_length", 64 << 20), ("grpc.so_reuseport", 0))
 
 
@@ -49,9 +50,6 @@ def server_options(arguments):
     given = {key for key, _ in arguments}
     options = [*arguments, *((key, value) for key, value in DEFAULT_OPTIONS if key not in given)]
     return [(key, -1 if key == RECEIVE_LIMIT else value) for key, value in options]
-
-
-RECEIVE_LIMIT = "grpc.max_receive_message_length"
 
 
 def receive_limit(arguments):
@@ -109,15 +107,13 @@ def check_tls_material(config, where):
     name), a certificate or key OpenSSL cannot read, a key that is not the certificate's, a
     custom_ca that is not a certificate. Checked with OpenSSL through Python's ssl module."""
     key, certificate = (_pem_text(config, field, where) for field in ("server_key", "server_cert"))
-    for field, value in (("server_cert", certificate), ("custom_ca", config.custom_ca)):
-        if field == "custom_ca" and value:
-            value = _pem_text(config, field, where)
-        if value:
-            try:
-                ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(cadata=value)
-            except ssl.SSLError as error:
-                raise errors.UserInputError(f"{where}: {field} is not a PEM certificate OpenSSL "
-                                            f"can read: {error.reason or error}") from error
+    for field in ("server_cert", "custom_ca") if config.custom_ca else ("server_cert",):
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(
+                cadata=_pem_text(config, field, where))
+        except ssl.SSLError as error:
+            raise errors.UserInputError(f"{where}: {field} is not a PEM certificate OpenSSL "
+                                        f"can read: {error.reason or error}") from error
     with tempfile.TemporaryDirectory() as folder:  # load_cert_chain reads files only
         paths = {}
         for name, value in (("key.pem", key), ("cert.pem", certificate)):

@@ -17,7 +17,6 @@ from albert_tf.serving import grpc_listen, request_core
 from albert_tf.serving.errors import Code, ServingError
 
 DEFAULT_MAX_CONCURRENT_RPCS = 1024
-_GRPC_CODES = {code.value[0]: code for code in grpc.StatusCode}  # a ServingError's code as is
 
 
 def _answer(context, handler, metrics, model_name, api):
@@ -29,7 +28,7 @@ def _answer(context, handler, metrics, model_name, api):
         return handler()
     except ServingError as error:
         code = error.code
-        context.abort(_GRPC_CODES.get(int(error.code), grpc.StatusCode.UNKNOWN), str(error))
+        context.abort(grpc.StatusCode[error.code.name], str(error))  # the same code
     except Exception as error:
         code = Code.INTERNAL
         logging.exception("gRPC request failed")
@@ -52,11 +51,13 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     def __init__(self, core, metrics):
         self.core, self.metrics = core, metrics
 
-    def _call(self, context, request, function, api, check=require_model_spec):
+    def _call(self, context, request, function, api, *checks):
+        """`function(servable, request)`, after the ModelSpec's check and `checks`, as TF Serving."""
         spec = request.model_spec
 
         def handle():
-            check(request)
+            for check in (require_model_spec, *checks):
+                check(request)
             return function(self.core.servable_for(spec), request)
         return _answer(context, handle, self.metrics, spec.name, api)
 
@@ -77,10 +78,8 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
                        self.metrics, spec.name, "multi_inference")
 
     def GetModelMetadata(self, request, context):
-        def check(request):
-            require_model_spec(request)
-            request_core.check_metadata_fields(request)
-        return self._call(context, request, request_core.metadata, "metadata", check)
+        return self._call(context, request, request_core.metadata, "metadata",
+                          request_core.check_metadata_fields)
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):

@@ -1,6 +1,7 @@
 """One loaded version, TF Serving's servable: its signatures, each input checked against its
 signature before the graph runs, and the graph calls. The request core (`request_core`) answers
-requests with it; batching wraps it (`batching.BatchingServable`)."""
+requests with it; batching wraps it without its knowing (`batching.BatchingServable`, as TF
+Serving wraps a session in a BatchingSession)."""
 
 import contextlib
 import threading
@@ -56,13 +57,10 @@ def graph_call(function, tensors):
 
 
 class Servable:
-    """One loaded version, TF Serving's servable: the signatures of `model_dir` served as
-    `version` of `model_name`, each input checked before the graph runs. Its two kinds, the
+    """The signatures of `model_dir` served as `version` of `model_name`. Its two kinds, the
     SavedModel's (`ModelRunner`) and a model.tflite's (`tflite_servable.TfliteRunner`), load
     their signatures (`_load`: {name: function of keyword tensors}) and choose the
-    SignatureDefs of saved_model.pb they serve (`_signature_defs`). Whether its calls are
-    batched it does not know: `batching.BatchingServable` wraps it, as TF Serving wraps a
-    session in a BatchingSession."""
+    SignatureDefs of saved_model.pb they serve (`_signature_defs`)."""
 
     def __init__(self, model_dir, model_name, version, max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         self.model_dir, self.model_name, self.version = model_dir, model_name, version

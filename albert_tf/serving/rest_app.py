@@ -8,13 +8,8 @@ case-insensitively, model name and label URL-decoded):
   OPTIONS (CORS preflight, answered when it has an http(s) Origin)
   GET  /monitoring/prometheus/metrics                              request counts and latencies
 Any other method or shape of a /v1/ path is "Malformed request" (INVALID_ARGUMENT, 400); a path
-outside /v1/ is 404. Which version answers, and what a status call lists, the server core
-(`server_core`) decides; a status call ignores a label (GetModelStatus lists every version).
-
-The request is worked on in starlette's thread pool (the event loop keeps accepting and answering)
-in TF Serving's order: parse the JSON, check signature_name, find the model version, find the
-signature, convert the inputs, run (`rest_json`: the JSON to the request core's protos and
-back). The body is read with a size limit and a deadline.
+outside /v1/ is 404. The server core (`server_core`) resolves the version; the body, read with a
+size limit and a deadline, is worked on in starlette's thread pool by `rest_json`.
 """
 
 import asyncio
