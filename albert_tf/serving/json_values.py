@@ -16,6 +16,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.serving import tensor_protos
 from albert_tf.serving.errors import Code, ServingError
 
 MAX_DEBUG_CHARS = 256  # TF Serving's kMaxJsonDebugStringBytes
@@ -379,10 +380,6 @@ def _values(value, dtype):
     return dims, values
 
 
-def _shape_string(dims):
-    return "[" + ",".join(str(dim) for dim in dims) + "]"
-
-
 def _from_instances(instances, input_dtypes):
     """The row format (FillTensorMapFromInstancesList): each element one batch row."""
     names = sorted(input_dtypes)
@@ -405,8 +402,8 @@ def _from_instances(instances, input_dtypes):
         elif sizes[name] != len(values):
             raise ServingError(f"Expecting tensor size: {sizes[name]} but got: {len(values)}")
         elif shapes[name] != dims:
-            raise ServingError(f"Expecting shape {_shape_string(shapes[name])} but got: "
-                               f"{_shape_string(dims)}")
+            raise ServingError(f"Expecting shape {tensor_protos.shape_string(shapes[name])} but got: "
+                               f"{tensor_protos.shape_string(dims)}")
         rows.setdefault(name, []).extend(values)
 
     for index, element in enumerate(instances):

@@ -140,10 +140,6 @@ def _run_examples(runner, name, model_input, method):
     return len(examples), outputs
 
 
-def _shape(array):
-    return f"[{','.join(str(size) for size in np.shape(array))}]"  # TensorShape::DebugString
-
-
 def _dtype(array):
     return types_pb2.DataType.Name(tf.dtypes.as_dtype(np.asarray(array).dtype).as_datatype_enum)
 
@@ -152,7 +148,7 @@ def _check_classify_output(array, what, dtype, examples):
     """classifier.cc PostProcessClassificationResult's checks of `classes` or `scores`."""
     if np.ndim(array) != 2:
         raise ServingError(f"Expected Tensor shape: [batch_size num_classes] but got "
-                           f"{_shape(array)}")
+                           f"{tensor_protos.shape_string(np.shape(array))}")
     if _dtype(array) != dtype:
         raise ServingError(f"Expected {what} Tensor of {dtype}. Got: {_dtype(array)}")
     if array.shape[0] != examples:
@@ -194,7 +190,7 @@ def regression_result(runner, signature, model_input, result):
     shape = np.shape(values)
     if not (len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)):
         raise ServingError(f"Expected output Tensor shape to be either [batch_size] or "
-                           f"[batch_size, 1] but got {_shape(values)}")
+                           f"[batch_size, 1] but got {tensor_protos.shape_string(shape)}")
     if shape[0] != examples:
         raise ServingError(f"Input batch size did not match output batch size: {examples} vs. "
                            f"{shape[0]}")

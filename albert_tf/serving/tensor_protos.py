@@ -36,6 +36,11 @@ def tensor_proto(array, as_proto_field=True, dtype=None):
     return proto
 
 
+def shape_string(dims):
+    """A shape as TensorShape::DebugString writes it in TF Serving's error texts: [2,3]."""
+    return f"[{','.join(str(size) for size in dims)}]"
+
+
 def ndarray(proto):
     """A TensorProto as a numpy array; a ValueError or TypeError when it is malformed. Packed
     bytes are copied once (a read-only view of them made the graph call slower)."""
