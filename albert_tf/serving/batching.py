@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.serving import config_protos
-from albert_tf.serving.errors import ServingError
+from albert_tf.serving.errors import Code, ServingError
 
 
 MAX_BATCH_TIMEOUT_MICROS = 60_000_000  # beyond a minute a lone request only waits
@@ -129,7 +129,7 @@ class Batcher:
             if batch is None:
                 if len(self._batches) >= self.parameters.max_enqueued_batches:
                     raise ServingError("The batch scheduling queue to which this task was "
-                                       "submitted is full", status=503)
+                                       "submitted is full", code=Code.UNAVAILABLE)
                 batch = _Batch(signature, shapes)
                 self._batches.append(batch)
             batch.tasks.append(task)
@@ -203,7 +203,7 @@ class Batcher:
         for name, value in outputs.items():
             if np.ndim(value) == 0 or value.shape[0] != total:
                 raise ServingError(f"batching: output '{name}' of shape {np.shape(value)} has no "
-                                   f"batch dimension of {total}", status=500)
+                                   f"batch dimension of {total}", code=Code.INTERNAL)
         return outputs
 
 

@@ -24,12 +24,6 @@ HTTP_STATUS = {
     Code.UNAVAILABLE: 503, Code.DATA_LOSS: 500, Code.UNAUTHENTICATED: 401,
 }
 
-# The canonical code of an HTTP status given without one (callers written before `Code`).
-_CODE_OF_HTTP_STATUS = {400: Code.INVALID_ARGUMENT, 404: Code.NOT_FOUND,
-                        408: Code.DEADLINE_EXCEEDED, 413: Code.RESOURCE_EXHAUSTED,
-                        429: Code.RESOURCE_EXHAUSTED, 500: Code.INTERNAL,
-                        501: Code.UNIMPLEMENTED, 503: Code.UNAVAILABLE}
-
 
 class ServingError(ValueError):
     """A request the server cannot answer; sent back as `{"error": message}`. `code` is the
@@ -37,9 +31,7 @@ class ServingError(ValueError):
     Serving's mapping of `code` unless given: the server's own 408 and 413 limits are not TF
     Serving's)."""
 
-    def __init__(self, message, status=None, code=None):
+    def __init__(self, message, status=None, code=Code.INVALID_ARGUMENT):
         super().__init__(message)
-        if code is None:
-            code = _CODE_OF_HTTP_STATUS.get(status, Code.UNKNOWN) if status else Code.INVALID_ARGUMENT
         self.code = Code(code)
         self.status = status if status is not None else HTTP_STATUS[self.code]

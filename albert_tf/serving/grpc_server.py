@@ -52,7 +52,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         self.core, self.metrics = core, metrics
 
     def _call(self, context, request, function, api, *checks):
-        """`function(servable, request)`, after the ModelSpec's check and `checks`, as TF Serving."""
+        """`function(servable, request)` after the ModelSpec's check and `checks`, as TF Serving."""
         spec = request.model_spec
 
         def handle():

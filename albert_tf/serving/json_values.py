@@ -402,8 +402,8 @@ def _from_instances(instances, input_dtypes):
         elif sizes[name] != len(values):
             raise ServingError(f"Expecting tensor size: {sizes[name]} but got: {len(values)}")
         elif shapes[name] != dims:
-            raise ServingError(f"Expecting shape {tensor_protos.shape_string(shapes[name])} but got: "
-                               f"{tensor_protos.shape_string(dims)}")
+            raise ServingError(f"Expecting shape {tensor_protos.shape_string(shapes[name])} "
+                               f"but got: {tensor_protos.shape_string(dims)}")
         rows.setdefault(name, []).extend(values)
 
     for index, element in enumerate(instances):

@@ -9,7 +9,7 @@ import threading
 import tensorflow as tf
 
 from albert_tf.serving import saved_model_files
-from albert_tf.serving.errors import ServingError
+from albert_tf.serving.errors import Code, ServingError
 
 DEFAULT_SIGNATURE = "serving_default"
 DEFAULT_MAX_BATCH_SIZE = 1024
@@ -53,7 +53,7 @@ def graph_call(function, tensors):
                            "(a string input where a serialized tf.Example is expected?); "
                            "its error text could not be decoded") from error
     except tf.errors.OpError as error:
-        raise ServingError(error.message, status=500) from error
+        raise ServingError(error.message, code=Code.INTERNAL) from error
 
 
 class Servable:
@@ -129,7 +129,7 @@ class ModelRunner(Servable):
         self._loaded = saved_model_files.load(self.model_dir)
         signatures = dict(self._loaded.signatures)
         if not signatures:
-            raise ServingError(f"{self.model_dir}: the SavedModel has no signatures", status=500)
+            raise saved_model_files.load_error(self.model_dir, "the SavedModel has no signatures")
         return signatures
 
     def _signature_defs(self, saved):

@@ -144,8 +144,7 @@ class RestApp:
         if declared is not None and not declared.isdigit():
             raise ServingError("bad Content-Length header")
         if declared is not None and int(declared) > self.max_body_bytes:
-            raise ServingError(f"request body of {declared} bytes exceeds --max_body_bytes="
-                               f"{self.max_body_bytes}", status=413)
+            raise self._too_large(f" of {declared} bytes")
         chunks, size = [], 0
 
         async def read():
@@ -153,18 +152,23 @@ class RestApp:
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > self.max_body_bytes:
-                    raise ServingError(f"request body exceeds --max_body_bytes="
-                                       f"{self.max_body_bytes}", status=413)
+                    raise self._too_large()
                 chunks.append(chunk)
         try:
             await asyncio.wait_for(read(), self.request_timeout_secs)
         except asyncio.TimeoutError as error:
             raise ServingError(f"request body not received within --request_timeout_secs="
-                               f"{self.request_timeout_secs}", status=408) from error
+                               f"{self.request_timeout_secs}", status=408,
+                               code=Code.DEADLINE_EXCEEDED) from error
         body = b"".join(chunks)
         if request.headers.get("content-encoding", "").strip().lower() == "gzip":
             return self._gunzip(body)
         return body
+
+    def _too_large(self, size="", after=""):
+        """The 413 refusal of a body over --max_body_bytes."""
+        return ServingError(f"request body{size} exceeds --max_body_bytes={self.max_body_bytes}"
+                            f"{after}", status=413, code=Code.RESOURCE_EXHAUSTED)
 
     def _gunzip(self, body):
         """A gzip body decompressed (as TF Serving's HTTP server does), the size limit applied
@@ -175,8 +179,7 @@ class RestApp:
         except zlib.error as error:
             raise ServingError(f"Content-Encoding: gzip body is not valid gzip ({error})") from error
         if len(data) > self.max_body_bytes:
-            raise ServingError(f"request body exceeds --max_body_bytes={self.max_body_bytes} "
-                               f"once decompressed (Content-Encoding: gzip)", status=413)
+            raise self._too_large(after=" once decompressed (Content-Encoding: gzip)")
         if not decompressor.eof:
             raise ServingError("Content-Encoding: gzip body is truncated")
         return data

@@ -10,11 +10,12 @@ from google.protobuf import message
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.training import py_checkpoint_reader
 
-from albert_tf.serving.errors import ServingError
+from albert_tf.serving.errors import Code, ServingError
 
 
-def _refuse(path, reason):
-    return ServingError(f"{path}: {reason}", status=500)
+def load_error(path, reason):
+    """The failed load of a version, naming the file or folder `path` at fault (INTERNAL)."""
+    return ServingError(f"{path}: {reason}", code=Code.INTERNAL)
 
 
 def _size(path):
@@ -28,15 +29,15 @@ def read_saved_model_proto(model_dir):
     with tf.io.gfile.GFile(path, "rb") as reader:
         data = reader.read()
     if not data:
-        raise _refuse(path, "the file is empty, not a SavedModel")
+        raise load_error(path, "the file is empty, not a SavedModel")
     proto = saved_model_pb2.SavedModel()
     try:
         proto.ParseFromString(data)
     except message.DecodeError as error:
-        raise _refuse(path, f"damaged or truncated SavedModel ({len(data)} bytes): not a "
+        raise load_error(path, f"damaged or truncated SavedModel ({len(data)} bytes): not a "
                             f"SavedModel proto ({error})") from error
     if not proto.meta_graphs or not proto.meta_graphs[0].HasField("object_graph_def"):
-        raise _refuse(path, f"damaged or truncated SavedModel ({len(data)} bytes): no "
+        raise load_error(path, f"damaged or truncated SavedModel ({len(data)} bytes): no "
                             f"complete MetaGraph")
     return proto
 
@@ -60,21 +61,21 @@ def check_files(model_dir):
     index = os.path.join(variables, "variables.index")
     if tf.io.gfile.exists(index):
         if _size(index) == 0:
-            raise _refuse(index, "the file is empty, not a checkpoint index")
+            raise load_error(index, "the file is empty, not a checkpoint index")
         for shard in data_shards(model_dir):
             if not tf.io.gfile.exists(shard):
-                raise _refuse(shard, "missing: the variables data shard the index expects")
+                raise load_error(shard, "missing: the variables data shard the index expects")
         try:
             py_checkpoint_reader.NewCheckpointReader(os.path.join(variables, "variables"))
         except (tf.errors.OpError, ValueError, RuntimeError) as error:
-            raise _refuse(index, f"damaged or truncated checkpoint index ({_size(index)} "
+            raise load_error(index, f"damaged or truncated checkpoint index ({_size(index)} "
                                  f"bytes): {error}") from error
     elif tf.io.gfile.isdir(variables) and tf.io.gfile.listdir(variables):
-        raise _refuse(index, "missing: the variables folder has data but no index")
+        raise load_error(index, "missing: the variables folder has data but no index")
     for asset in proto.meta_graphs[0].asset_file_def:
         path = os.path.join(model_dir, "assets", asset.filename)
         if not tf.io.gfile.exists(path):
-            raise _refuse(path, "missing: an asset file the SavedModel lists")
+            raise load_error(path, "missing: an asset file the SavedModel lists")
 
 
 def load(model_dir):
@@ -87,6 +88,6 @@ def load(model_dir):
         text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "less bytes than requested" in text or "data-" in text:
             shards = ", ".join(data_shards(model_dir))
-            raise _refuse(shards, f"damaged or truncated variables data ({text})") from error
-        raise _refuse(model_dir, f"the SavedModel does not load: {type(error).__name__}: "
+            raise load_error(shards, f"damaged or truncated variables data ({text})") from error
+        raise load_error(model_dir, f"the SavedModel does not load: {type(error).__name__}: "
                                  f"{text}") from error

@@ -21,6 +21,7 @@ import tensorflow as tf
 from albert_tf.export.tflite import INPUT_LIMITS_FILE, TFLITE_FILE
 from albert_tf.serving.errors import ServingError
 from albert_tf.serving.model_runner import ModelRunner, Servable, served
+from albert_tf.serving.saved_model_files import load_error
 
 
 TFLITE_IDENTIFIER = b"TFL3"  # the flatbuffer file identifier of TFLite's schema, bytes 4-8
@@ -33,18 +34,18 @@ def _interpreter(path):
         with tf.io.gfile.GFile(path, "rb") as reader:
             data = reader.read()
     except tf.errors.OpError as error:
-        raise ServingError(f"{path}: cannot be read: {error.message}", status=500) from error
+        raise load_error(path, f"cannot be read: {error.message}") from error
     if not data:
-        raise ServingError(f"{path}: the file is empty, not a TFLite model", status=500)
+        raise load_error(path, "the file is empty, not a TFLite model")
     if data[4:8] != TFLITE_IDENTIFIER:
-        raise ServingError(f"{path}: not a TFLite model: its file identifier (bytes 4-8) is "
-                           f"{data[4:8]!r}, a TFLite flatbuffer's is {TFLITE_IDENTIFIER!r} "
-                           f"({len(data)} bytes; damaged, or another kind of file)", status=500)
+        raise load_error(path, f"not a TFLite model: its file identifier (bytes 4-8) is "
+                               f"{data[4:8]!r}, a TFLite flatbuffer's is {TFLITE_IDENTIFIER!r} "
+                               f"({len(data)} bytes; damaged, or another kind of file)")
     try:
         return litert.Interpreter(model_content=data, num_threads=os.cpu_count() or 1)
     except (ValueError, RuntimeError, UnicodeDecodeError) as error:
-        raise ServingError(f"{path}: damaged or truncated TFLite model ({len(data)} bytes): "
-                           f"{error}", status=500) from error
+        raise load_error(path, f"damaged or truncated TFLite model ({len(data)} bytes): "
+                               f"{error}") from error
 
 
 def check_inputs(limits, tensors):
@@ -118,10 +119,9 @@ class TfliteRunner(Servable):
             signatures = {name: TfliteSignature(interpreter, name, lock, errors_seen)
                           for name in interpreter.get_signature_list()}
         except (ValueError, RuntimeError) as error:  # tensors that cannot be allocated
-            raise ServingError(f"{path}: the TFLite model cannot be prepared: {error}",
-                               status=500) from error
+            raise load_error(path, f"the TFLite model cannot be prepared: {error}") from error
         if not signatures:
-            raise ServingError(f"{path}: the TFLite model has no signatures", status=500)
+            raise load_error(path, "the TFLite model has no signatures")
         self.input_limits = _read_limits(self.model_dir)
         return signatures
 
@@ -129,9 +129,9 @@ class TfliteRunner(Servable):
         path = os.path.join(self.model_dir, TFLITE_FILE)
         missing = sorted(set(self.signatures) - set(saved))
         if missing:
-            raise ServingError(f"{path}: signature(s) {missing} are not in "
-                               f"{os.path.join(self.model_dir, 'saved_model.pb')} (its "
-                               f"signatures: {sorted(served(saved))})", status=500)
+            raise load_error(path, f"signature(s) {missing} are not in "
+                                   f"{os.path.join(self.model_dir, 'saved_model.pb')} (its "
+                                   f"signatures: {sorted(served(saved))})")
         logging.info("serving version %s of %s from %s (signatures %s)", self.version,
                      self.model_name, path, ", ".join(sorted(self.signatures)))
         return {name: saved[name] for name in self.signatures}
@@ -153,7 +153,7 @@ def _read_limits(model_dir):
         with tf.io.gfile.GFile(path) as reader:
             return json.loads(reader.read())
     except (ValueError, tf.errors.OpError) as error:
-        raise ServingError(f"{path}: cannot be read: {error}", status=500) from error
+        raise load_error(path, f"cannot be read: {error}") from error
 
 
 def load_runner(model_dir, model_name, version, max_batch_size):
