@@ -35,10 +35,10 @@ def read_saved_model_proto(model_dir):
         proto.ParseFromString(data)
     except message.DecodeError as error:
         raise load_error(path, f"damaged or truncated SavedModel ({len(data)} bytes): not a "
-                            f"SavedModel proto ({error})") from error
+                               f"SavedModel proto ({error})") from error
     if not proto.meta_graphs or not proto.meta_graphs[0].HasField("object_graph_def"):
         raise load_error(path, f"damaged or truncated SavedModel ({len(data)} bytes): no "
-                            f"complete MetaGraph")
+                               f"complete MetaGraph")
     return proto
 
 
@@ -69,7 +69,7 @@ def check_files(model_dir):
             py_checkpoint_reader.NewCheckpointReader(os.path.join(variables, "variables"))
         except (tf.errors.OpError, ValueError, RuntimeError) as error:
             raise load_error(index, f"damaged or truncated checkpoint index ({_size(index)} "
-                                 f"bytes): {error}") from error
+                                    f"bytes): {error}") from error
     elif tf.io.gfile.isdir(variables) and tf.io.gfile.listdir(variables):
         raise load_error(index, "missing: the variables folder has data but no index")
     for asset in proto.meta_graphs[0].asset_file_def:
@@ -90,4 +90,4 @@ def load(model_dir):
             shards = ", ".join(data_shards(model_dir))
             raise load_error(shards, f"damaged or truncated variables data ({text})") from error
         raise load_error(model_dir, f"the SavedModel does not load: {type(error).__name__}: "
-                                 f"{text}") from error
+                                    f"{text}") from error
