@@ -2,6 +2,7 @@
 and labels (text-format ModelServerConfig), reread without a restart."""
 
 import json
+import os
 import re
 import time
 import urllib.error
@@ -197,13 +198,17 @@ def test_refused_reload_logged_once_per_change_and_no_versions_warned(tmp_path, 
 
     def refusals():
         return [r for r in caplog.records if "config reload refused" in r.getMessage()]
+
+    def replace_config(text):  # whole at once: write_text truncates first, and a poll reading
+        config.with_suffix(".tmp").write_text(text)  # the empty file logs a refusal of its own
+        os.replace(config.with_suffix(".tmp"), config)
     try:
-        config.write_text("model_config_list { not a config")
+        replace_config("model_config_list { not a config")
         time.sleep(1.0)  # about ten polls
         assert len(refusals()) == 1 and refusals()[0].exc_info is None
         assert str(config) in refusals()[0].getMessage()
         assert "\n" not in refusals()[0].getMessage()
-        config.write_text("model_config_list { still not")
+        replace_config("model_config_list { still not")
         time.sleep(1.0)
         assert len(refusals()) == 2
         tf.io.gfile.rmtree(base + "/1")
