@@ -1,4 +1,4 @@
-"""How an export builds its model at an `--export_precision` (classifier and hub exports).
+"""How an export checks its `--export_precision` and builds its model at it.
 
 A `bfloat16` export builds the model under Keras' `bfloat16` dtype policy: its matrix products
 run in bfloat16 with their weights stored in bfloat16 (half the bytes a request reads, no cast
