@@ -153,3 +153,43 @@ def test_export_to_tfhub_refuses_an_unknown_precision_and_writes_nothing(albert_
     assert "--export_precision" in result.stderr and "float32" in result.stderr, result.stderr
     assert "bfloat16" in result.stderr, result.stderr
     assert os.listdir(tmp_path) == []
+
+
+HUB_KERAS_LAYER = r"""
+import sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_hub as hub
+batch = dict(np.load(sys.argv[2]))
+inputs = {"input_word_ids": batch["input_ids"], "input_mask": batch["input_mask"],
+          "input_type_ids": batch["segment_ids"]}
+frozen = hub.KerasLayer(sys.argv[1])
+out = {"pooled_output": frozen(inputs)["pooled_output"].numpy(),
+       "frozen_weights": np.array(len(frozen.weights))}
+trainable = hub.KerasLayer(sys.argv[1], trainable=True)
+out["trainable_weights"] = np.array(len(trainable.trainable_weights))
+try:
+    trainable(inputs, training=True)
+    out["refusal"] = np.array("")
+except tf.errors.InvalidArgumentError as error:
+    out["refusal"] = np.array(error.message)
+np.savez(sys.argv[3], **out)
+"""
+
+
+@pytest.mark.slow
+def test_bfloat16_module_is_a_frozen_hub_keras_layer(modules, tmp_path):
+    """tensorflow_hub (with tf-keras, as pinned for it): `hub.KerasLayer(path)` answers as the
+    module; `trainable=True` has nothing to train and fails at a training call, by name."""
+    batch = sample_batch()
+    np.savez(tmp_path / "batch.npz", **batch)
+    result = run_python(("-c", HUB_KERAS_LAYER, modules["bfloat16"], str(tmp_path / "batch.npz"),
+                         str(tmp_path / "out.npz")), check=False, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = dict(np.load(tmp_path / "out.npz"))
+    expected = tf.saved_model.load(modules["bfloat16"]).signatures["serving_default"](
+        input_word_ids=batch["input_ids"], input_mask=batch["input_mask"],
+        input_type_ids=batch["segment_ids"])["pooled_output"].numpy()
+    np.testing.assert_array_equal(loaded["pooled_output"], expected)
+    assert int(loaded["frozen_weights"]) == 32 and int(loaded["trainable_weights"]) == 0
+    assert "export_precision=bfloat16 for inference" in str(loaded["refusal"])
