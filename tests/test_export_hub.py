@@ -46,12 +46,9 @@ np.savez(sys.argv[3], **out)
 """
 
 
-@pytest.fixture(scope="module")
-def albert_directory(tmp_path_factory, spm_model_file):
-    """A release-layout directory: albert_config.json, model.ckpt-best with slots, 30k-clean.model."""
-    directory = tmp_path_factory.mktemp("albert_base")
-    config = brown_config(num_hidden_layers=3, num_hidden_groups=1, max_position_embeddings=32,
-                          hidden_dropout_prob=0.1)
+def write_albert_directory(directory, spm_model_file, config):
+    """A release-layout directory of `config` with random weights: albert_config.json,
+    model.ckpt-best with slots, 30k-clean.model."""
     config.to_json_file(str(directory / "albert_config.json"))
     model = pretraining.AlbertPretrainingModel(encoder.AlbertEncoder(config))
     rng = np.random.default_rng(0)
@@ -64,6 +61,12 @@ def albert_directory(tmp_path_factory, spm_model_file):
     with open(spm_model_file, "rb") as source, open(directory / "30k-clean.model", "wb") as target:
         target.write(source.read())
     return str(directory)
+
+
+@pytest.fixture(scope="module")
+def albert_directory(tmp_path_factory, spm_model_file):
+    return write_albert_directory(tmp_path_factory.mktemp("albert_base"), spm_model_file, brown_config(
+        num_hidden_layers=3, num_hidden_groups=1, max_position_embeddings=32, hidden_dropout_prob=0.1))
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,7 @@ import tensorflow as tf
 from albert_tf import checkpoints
 from albert_tf.text import tf_tokenization
 from albert_tf.glue import features, task as glue_task
+from albert_tf.export import policies
 from albert_tf.export import signature_methods
 from albert_tf.export import tflite
 from albert_tf.export import versioned
@@ -79,13 +80,9 @@ def load_classifier(albert_config, num_labels, checkpoint_path, precision="float
     `skip_padding`: the served batching's (`Batching.served`)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(precision)
-    try:
+    with policies.dtype_policy(precision):
         model = classifier.AlbertClassifier(
             encoder.AlbertEncoder(albert_config, skip_padding=skip_padding), num_labels)
-    finally:
-        keras.config.set_dtype_policy(previous)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,
                               f"a fine-tuned classifier with {num_labels} label(s)")
     return model
@@ -280,11 +277,9 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, threshold=None,
                            export_precision="float32", include_text=True):
     """Exports the classifier of a `glue.run.ClassifierJob` from a fine-tuned checkpoint,
     batched as the job's run (`Batching.served`), at `export_precision` (EXPORT_PRECISIONS)."""
-    if export_precision not in EXPORT_PRECISIONS:
-        raise ValueError(f"--export_precision must be one of {EXPORT_PRECISIONS}, got "
-                         f"{export_precision!r}")
+    policies.check_export_precision(export_precision, EXPORT_PRECISIONS)
     batching = job.batching.served()
-    precision = "bfloat16" if export_precision == "bfloat16" else "float32"
+    precision = policies.MODEL_POLICIES[export_precision]
     model = load_classifier(job.albert_config, job.num_labels, checkpoint_path, precision,
                             batching.skip_padding)
     tokenizer = cls_id = sep_id = None

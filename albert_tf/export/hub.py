@@ -25,19 +25,31 @@ layer × inner group) and `default` (= pooled_output); training=True applies dro
 The TF1-style `mlm` signature stays in `signatures`. Assets: the SentencePiece model and
 `albert_config.json`.
 
-Everything is exported in float32, with no Einsum op (the model's projections are reshape +
-MatMul: the original re-exported its v2 modules that way for TF 1.15; TFLite converts them).
+Precision (`--export_precision`): `float32` (default) exports everything in float32; `bfloat16`
+builds the model as the classifier's bfloat16 export does (`export.policies`: matrix products
+and their weights stored in bfloat16, LayerNorm, softmax, embedding tables and the heads' output
+weights in float32), with the same signatures, inputs and float32 outputs. A bfloat16 module is
+an inference artefact: its `trainable_variables` (and `mlm.trainable_variables`) are empty, as
+a frozen TF Hub module's, and `__call__(..., training=True)` fails with InvalidArgumentError
+naming the float32 export to fine-tune instead, so `hub.KerasLayer(..., trainable=True)` fails
+loudly in training rather than silently training nothing (rounding updates to bfloat16 weights
+would lose most of them). Neither precision has an Einsum op (the model's projections are
+reshape + MatMul: the original re-exported its v2 modules that way for TF 1.15; TFLite converts
+them).
 """
 
 import os
 
-import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.export import pretrained, versioned
+from albert_tf.export import policies, pretrained, versioned
 
 ORIGINAL_SPM_MODEL = "30k-clean.model"
+EXPORT_PRECISIONS = ("float32", "bfloat16")
+TRAINING_REFUSED = ("this hub module was exported with --export_precision=bfloat16 for "
+                    "inference: it has no trainable variables and does not run training=True; "
+                    "fine-tune a --export_precision=float32 export instead")
 SEQUENCE_SPEC = tf.TensorSpec([None, None], tf.int32)
 
 
@@ -65,10 +77,12 @@ def _original_inputs(names):
 class _HubFunctions:
     """The functions saved on the SavedModel root, closing over one `AlbertPretrainingModel`."""
 
-    def __init__(self, model, vocab_asset, do_lower_case):
+    def __init__(self, model, vocab_asset, do_lower_case, fine_tunable=True):
+        """`fine_tunable` false: `call` refuses training=True (TRAINING_REFUSED)."""
         self.model = model
         self.vocab_asset = vocab_asset
         self.do_lower_case = do_lower_case
+        self.fine_tunable = fine_tunable
 
     def encode(self, input_ids, input_mask, segment_ids, training=False):
         return self.model.encoder(
@@ -100,6 +114,10 @@ class _HubFunctions:
         return {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"]}
 
     def call(self, inputs, training=False):
+        if training and not self.fine_tunable:
+            # Assert is stateful: the traced function runs it, whichever output is read.
+            tf.debugging.Assert(False, [TRAINING_REFUSED])
+            training = False
         outputs = self.encode(inputs["input_word_ids"], inputs["input_mask"], inputs["input_type_ids"],
                               training=training)
         return {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"],
@@ -126,14 +144,16 @@ def _reusable(function, spec, variables, trainable_variables):
     return obj
 
 
-def build_hub_root(model, spm_model_file, config_file, do_lower_case):
-    """The trackable root to save: variables, assets, `__call__` and the signature functions."""
+def build_hub_root(model, spm_model_file, config_file, do_lower_case, fine_tunable=True):
+    """The trackable root to save: variables, assets, `__call__` and the signature functions;
+    `fine_tunable` false (a bfloat16 module): no trainable variables, training=True refused."""
     root = tf.__internal__.tracking.AutoTrackable()  # what Keras' own ExportArchive saves
     root.vocab_file = tf.saved_model.Asset(spm_model_file)
     root.config_file = tf.saved_model.Asset(config_file)
-    functions = _HubFunctions(model, root.vocab_file, bool(do_lower_case))
+    functions = _HubFunctions(model, root.vocab_file, bool(do_lower_case), fine_tunable)
     root.variables = [variable.value for variable in model.weights]
-    root.trainable_variables = [variable.value for variable in model.encoder.trainable_weights]
+    root.trainable_variables = [variable.value for variable in model.encoder.trainable_weights
+                                if fine_tunable]
     root.regularization_losses = []
     weights = {id(variable) for variable in model.weights}
     root.dropout_seed_states = [variable.value for variable in model.variables if id(variable) not in weights]
@@ -147,7 +167,7 @@ def build_hub_root(model, spm_model_file, config_file, do_lower_case):
     root.mlm = _reusable(
         functions.call_mlm, dict(call_spec, masked_lm_positions=SEQUENCE_SPEC), root.variables,
         root.trainable_variables + [variable.value for variable in model.mlm_head.trainable_weights
-                                    if id(variable) not in encoder_weights])
+                                    if fine_tunable and id(variable) not in encoder_weights])
 
     three = ("input_ids", "input_mask", "segment_ids")
     signatures = {
@@ -165,23 +185,22 @@ def build_hub_root(model, spm_model_file, config_file, do_lower_case):
 
 
 def export_hub_module(albert_directory, export_path, checkpoint_name="model.ckpt-best",
-                      do_lower_case=True, spm_model_file=None):
-    """Loads `<albert_directory>/<checkpoint_name>` and writes the SavedModel to `export_path`.
+                      do_lower_case=True, spm_model_file=None, export_precision="float32"):
+    """Loads `<albert_directory>/<checkpoint_name>` and writes the SavedModel to `export_path`
+    at `export_precision` (EXPORT_PRECISIONS).
 
     Written under a temporary name beside `export_path` and renamed when complete; an existing
     `export_path` is an error (nothing is overwritten).
     """
+    policies.check_export_precision(export_precision, EXPORT_PRECISIONS, " for the hub module")
     if tf.io.gfile.exists(export_path):
         raise FileExistsError(f"--export_path {export_path} already exists; choose a new directory")
     spm_model_file = find_spm_model(albert_directory, spm_model_file)
-    previous_policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float32")
-    try:
+    with policies.model_policy(export_precision):
         _, model, _ = pretrained.load_pretraining_model(albert_directory, checkpoint_name)
-    finally:
-        keras.config.set_dtype_policy(previous_policy)
     root, signatures = build_hub_root(
-        model, spm_model_file, os.path.join(albert_directory, pretrained.CONFIG_FILENAME), do_lower_case)
+        model, spm_model_file, os.path.join(albert_directory, pretrained.CONFIG_FILENAME),
+        do_lower_case, fine_tunable=export_precision == "float32")
     parent = os.path.dirname(os.path.abspath(export_path))
     tf.io.gfile.makedirs(parent)
     versioned.remove_killed_temporaries(parent)
@@ -192,5 +211,6 @@ def export_hub_module(albert_directory, export_path, checkpoint_name="model.ckpt
     finally:
         if tf.io.gfile.exists(temp):
             tf.io.gfile.rmtree(temp)
-    logging.info("Exported the hub SavedModel to %s (signatures %s)", export_path, sorted(signatures))
+    logging.info("Exported the %s hub SavedModel to %s (signatures %s)", export_precision,
+                 export_path, sorted(signatures))
     return export_path

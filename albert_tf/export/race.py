@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from albert_tf import checkpoints
 from albert_tf.text import tf_tokenization
+from albert_tf.export import policies
 from albert_tf.export import tflite
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
@@ -126,9 +127,7 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, include_text=True,
     `text` (the only one that needs tensorflow_text's custom ops). Batched and warmed up as
     the job's run (`Batching.served`: its buckets, or max_seq_length alone).
     `export_precision`: EXPORT_PRECISIONS (int8: also `model.tflite`)."""
-    if export_precision not in EXPORT_PRECISIONS:
-        raise ValueError(f"--export_precision must be one of {EXPORT_PRECISIONS} for RACE, got "
-                         f"{export_precision!r}")
+    policies.check_export_precision(export_precision, EXPORT_PRECISIONS, " for RACE")
     batching = job.batching.served()
     model = load_model(job.albert_config, checkpoint_path, batching.skip_padding)
     text_encoder = None

@@ -44,6 +44,7 @@ import tensorflow as tf
 from albert_tf import checkpoints
 from albert_tf.files import io_utils
 from albert_tf.text import tf_tokenization
+from albert_tf.export import policies
 from albert_tf.export import tflite
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
@@ -306,9 +307,7 @@ def export_from_checkpoint(job, checkpoint_path, export_dir, null_threshold=None
     `model.tflite` in the SavedModel's version).
     `include_text=False` leaves out the raw-text `answer` signature, the only one with
     tensorflow_text's custom ops, so stock TF Serving can load the SavedModel."""
-    if export_precision not in EXPORT_PRECISIONS:
-        raise ValueError(f"--export_precision must be one of {EXPORT_PRECISIONS} for SQuAD, got "
-                         f"{export_precision!r}")
+    policies.check_export_precision(export_precision, EXPORT_PRECISIONS, " for SQuAD")
     options = job.options
     batching = job.batching.served()
     model = load_squad_model(job.albert_config, checkpoint_path, options.version_2_with_negative,

@@ -3,8 +3,9 @@ r"""Exports an ALBERT model directory as a reusable TF2 SavedModel with the orig
   python export_to_tfhub.py --albert_directory=albert_base --checkpoint_name=model.ckpt-best \
       --export_path=albert_base_hub
 
-The original's flags, plus --spm_model_file. The signatures are described in
-`albert_tf/export/hub.py`; the logic is `albert_tf.export.hub.export_hub_module`.
+The original's flags, plus --spm_model_file and --export_precision (float32, bfloat16). The
+signatures are described in `albert_tf/export/hub.py`; the logic is
+`albert_tf.export.hub.export_hub_module`.
 """
 
 from absl import flags
@@ -27,6 +28,10 @@ def define_flags(flag_values):
     define.string("spm_model_file", None, "SentencePiece model to ship (default: "
                   "<albert_directory>/30k-clean.model, else the directory's single *.model).")
     define.string("export_path", None, "Directory to write the SavedModel to (must not exist).")
+    define.enum("export_precision", "float32", hub.EXPORT_PRECISIONS, "Precision of the module "
+                "(new): float32; bfloat16 (the same signatures, inputs and float32 outputs, "
+                "matrix products and their weights in bfloat16; for inference: no trainable "
+                "variables, training=True refused).")
     flags.mark_flags_as_required(["albert_directory", "export_path"], flag_values=flag_values)
 
 
@@ -34,7 +39,7 @@ def run(flag_values):
     """The whole script on parsed flags."""
     hub.export_hub_module(flag_values.albert_directory, flag_values.export_path,
                           flag_values.checkpoint_name, flag_values.do_lower_case,
-                          flag_values.spm_model_file)
+                          flag_values.spm_model_file, flag_values.export_precision)
 
 
 def entry():
