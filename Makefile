@@ -35,11 +35,12 @@ lint: setup
 # The transformers 5 tests first, then the main suite, so that its pytest summary is the last
 # line (CI reads it); `data` is fetched once, being one prerequisite of this one make run.
 # Two pytest-xdist workers, one test file each at a time (module fixtures stay in one worker):
-# much of a test's time is one-threaded (imports, tracing, subprocess start-up), so the main
-# suite takes about 0.6-0.7x its one-worker time on two cores (README, "make test").
+# much of a test's time is one-threaded (imports, tracing, subprocess start-up), so two workers
+# finish well before one. Files go out longest first (tests/longest_first.py), so that no long
+# file starts last.
 test: setup data lint $(VENV_HF5)/.installed
 	$(run-hf5-tests)
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25 tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25 tests
 
 # Everyday work: the main suite without the tests marked slow (training, exports, subprocesses).
 test-fast: setup data

@@ -17,7 +17,8 @@ from albert_tf.config import AlbertConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-pytest_plugins = ["tests.slow_progress"]  # slow tests named as they start under -q
+# slow tests named as they start under -q; the longest test files scheduled first
+pytest_plugins = ["tests.slow_progress", "tests.longest_first"]
 
 
 def script_env():
