@@ -134,8 +134,8 @@ def test_make_test_fetches_the_data_once_and_ends_on_the_main_suite():
     lines = subprocess.run(["make", "-n", "test"], cwd=REPO_ROOT, capture_output=True, env=env,
                            text=True, check=True, timeout=60).stdout.splitlines()
     assert sum("albert_tf.demo.data_sources" in line for line in lines) == 1, lines
-    assert lines[-1] == (".venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=25 "
-                         "tests"), lines[-3:]
+    assert lines[-1] == (".venv/bin/python -m pytest -q -n 2 --dist loadfile "
+                         "--no-loadscope-reorder --durations=25 tests"), lines[-3:]
     assert any(line.startswith(".venv-hf5/bin/python -m pytest") for line in lines[:-1])
 
 

@@ -328,7 +328,7 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
         result = json.load(reader)
     assert sorted(result["cells_run_now"]) == sorted(plan)
     params = {name: model["parameters"] for name, model in result["models"].items()}
-    assert params["not-shared"] > params["base"]
+    assert params["not-shared"] > params["base"] and params["base"] < params["E128"]
     for model in result["models"].values():
         for form in ("sop", "nsp"):
             assert 0 <= model["heldout"][form]["sentence_order_accuracy"] <= 1
@@ -341,7 +341,7 @@ def test_the_smoke_study_runs_every_cell_and_a_rerun_starts_none(real_data, tmp_
     assert 0.5 < result["baselines"]["pos"]["most_frequent_tag_per_word"] < 1
     with open(os.path.join(output_dir, "study.md")) as reader:
         text = reader.read()
-    for row in ("| 32 (base) |", "| not-shared |", "| MLM only |", "| NSP |",
+    for row in ("| 32 (base) |", "| 128 |", "| not-shared |", "| MLM only |", "| NSP |",
                 "| SOP (base) |", "random initialisation", "avx2 "):
         assert row in text, row
 

@@ -83,7 +83,7 @@ PRESETS = {
         "pretrain_lr": 0.003,
         "pretrain_model_overrides": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
         "heldout_eval_steps": 4,
-        "embedding_sizes": [32],  # the E ablation's code is the not-shared one's: a config change
+        "embedding_sizes": [32, 128],
         "finetune_steps": 10,
         "finetune_batch": 16,
         "finetune_lr": 1e-4,
@@ -91,7 +91,7 @@ PRESETS = {
         "tagging_train_sentences": 200,
         "tagging_dev_sentences": 100,
         "tagging": {"learning_rates": [1e-3], "steps": 10, "selection_sentences": 50},
-        "efficiency": {"sizes": [50], "seeds": [1], "learning_rates": [1e-4],
+        "efficiency": {"sizes": [50], "seeds": [1, 2], "learning_rates": [1e-4],
                        "selection_sentences": 100, "steps": 10},
         "seeds": [1],
         "verdicts": False,  # its numbers mean nothing: the report prints no verdict
