@@ -16,11 +16,13 @@ __version__ = "0.1.0"
 
 onednn_guard.cap_isa_if_amx_is_broken()
 
-# The Keras task models, `albert_tf.AlbertTextClassifier` and the optimizers, are the top of the
-# package (albert_tf/keras_tasks/); they load on first use, so importing albert_tf for a script
-# or the server does not build them, and no module below imports them.
-KERAS_TASK_NAMES = ("AlbertTextClassifier", "AlbertTextClassifierPreprocessor", "AdamWeightDecay",
-                    "LAMB", "WarmupPolynomialDecay")
+# The Keras task models, `albert_tf.AlbertTextClassifier`, `albert_tf.AlbertMaskedLM` and the
+# optimizers, are the top of the package (albert_tf/keras_tasks/); they load on first use, so
+# importing albert_tf for a script or the server does not build them, and no module below
+# imports them.
+KERAS_TASK_NAMES = ("AlbertTextClassifier", "AlbertTextClassifierPreprocessor", "AlbertMaskedLM",
+                    "AlbertMaskedLMPreprocessor", "AdamWeightDecay", "LAMB",
+                    "WarmupPolynomialDecay")
 
 
 def __getattr__(name):

@@ -14,10 +14,12 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import errors
+from albert_tf.keras_tasks import presets
 from albert_tf.text import tf_tokenization
 from albert_tf.training import length_buckets
 
 MODEL_INPUTS = ("input_ids", "input_mask", "segment_ids")
+DEFAULT_MAX_SEQ_LENGTH = 128
 
 
 class AlbertTextClassifierPreprocessor(keras.layers.Layer):
@@ -32,6 +34,22 @@ class AlbertTextClassifierPreprocessor(keras.layers.Layer):
         self.tokenizer = tf_tokenization.InGraphTokenizer(spm_model_file, do_lower_case)
         self.batching = length_buckets.Batching.auto(self.max_seq_length)
         self.built = True
+
+    @classmethod
+    def from_preset(cls, preset, max_seq_length=None, do_lower_case=None):
+        """The preprocessor of a `presets.Preset`: max_seq_length and casing as given, else its
+        task file's, else 128 (at most the config's max_position_embeddings) and lower case;
+        checked against the config."""
+        config_source = f"{preset.folder}/{presets.CONFIG_NAME}"
+        max_seq_length = int(max_seq_length or preset.task.get("max_seq_length")
+                             or min(DEFAULT_MAX_SEQ_LENGTH, preset.config.max_position_embeddings))
+        preset.config.check_max_seq_length(max_seq_length, config_source)
+        if do_lower_case is None:
+            do_lower_case = preset.task.get("do_lower_case", True)
+        preprocessor = cls(preset.spm_model_file, max_seq_length, do_lower_case)
+        preset.config.check_vocabulary(preprocessor.tokenizer.vocab_size, preset.spm_model_file,
+                                       config_source)
+        return preprocessor
 
     def pad(self, inputs):
         """The ids of a batch of strings or pairs, padded to max_seq_length."""

@@ -10,6 +10,8 @@ A preset is a folder in the layout the scripts already read:
                              `run_classifier.py --do_train` run (`write_run_files`)
     labels.txt               else the label names, one a line, as `run_classifier.py` on your
                              own files and `import_from_hf.py` write them
+    masked_lm.json           max_seq_length and do_lower_case of a masked LM's
+                             `save_to_preset` (its head is in the checkpoint, `cls/predictions`)
 
 A published tarball, `import_from_hf.py`'s output and a `run_classifier.py` output folder (which
 carries its config, a copy of its SentencePiece model and text_classifier.json beside the
@@ -32,6 +34,7 @@ from albert_tf.files import io_utils
 CONFIG_NAME = "albert_config.json"
 SPM_NAME = "30k-clean.model"  # the published tarballs' name, written by save_to_preset
 TASK_NAME = "text_classifier.json"
+MASKED_LM_NAME = "masked_lm.json"
 LABELS_NAME = "labels.txt"
 
 
@@ -47,7 +50,7 @@ class Preset:
     config: AlbertConfig
     spm_model_file: str
     checkpoint: str
-    task: dict  # text_classifier.json's fields ({} when the folder has none)
+    task: dict  # the task file's fields ({} when the folder has none)
 
 
 def _spm_model_file(folder):
@@ -70,21 +73,42 @@ def _checkpoint(folder):
     return checkpoints.resolve_checkpoint(folder)
 
 
+def _read_json(path):
+    with open(path, encoding="utf-8") as reader:
+        try:
+            return json.load(reader)
+        except json.JSONDecodeError as error:
+            raise PresetError(f"{path}: malformed JSON at line {error.lineno}, column "
+                              f"{error.colno}: {error.msg}") from error
+
+
 def _task(folder):
     path = os.path.join(folder, TASK_NAME)
     if not os.path.exists(path):
         return _label_names_of_a_run(folder)
-    with open(path, encoding="utf-8") as reader:
-        try:
-            task = json.load(reader)
-        except json.JSONDecodeError as error:
-            raise PresetError(f"{path}: malformed JSON at line {error.lineno}, column "
-                              f"{error.colno}: {error.msg}") from error
+    task = _read_json(path)
     names = task.get("label_names")
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise PresetError(f"{path}: 'label_names' must be a non-empty list of strings, got "
                           f"{names!r}")
     return task
+
+
+def _masked_lm_task(folder):
+    """masked_lm.json's max_seq_length and do_lower_case ({} when the folder has none)."""
+    path = os.path.join(folder, MASKED_LM_NAME)
+    if not os.path.exists(path):
+        return {}
+    task = _read_json(path)
+    length = task.get("max_seq_length", 1) if isinstance(task, dict) else None
+    if (not isinstance(length, int) or isinstance(length, bool) or length < 1
+            or not isinstance(task.get("do_lower_case", True), bool)):
+        raise PresetError(f"{path}: expected {{\"max_seq_length\": a positive integer, "
+                          f"\"do_lower_case\": true or false}}, got {task!r}")
+    return task
+
+
+TASK_READERS = {TASK_NAME: _task, MASKED_LM_NAME: _masked_lm_task}
 
 
 def _label_names_of_a_run(folder):
@@ -98,8 +122,9 @@ def _label_names_of_a_run(folder):
     return {"label_names": names} if names else {}
 
 
-def read_preset(folder):
-    """The `Preset` of `folder`, or a PresetError naming the file that is missing or wrong."""
+def read_preset(folder, task_name=TASK_NAME):
+    """The `Preset` of `folder` with the fields of its task file `task_name` (TASK_READERS), or
+    a PresetError naming the file that is missing or wrong."""
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise PresetError(f"{folder}: not a folder (a preset is a folder holding "
@@ -109,13 +134,15 @@ def read_preset(folder):
         raise PresetError(f"{config_path}: missing; a preset folder holds the model's config "
                           f"under this name")
     return Preset(folder, AlbertConfig.from_json_file(config_path), _spm_model_file(folder),
-                  _checkpoint(folder), _task(folder))
+                  _checkpoint(folder), TASK_READERS[task_name](folder))
 
 
-def write_preset(folder, config, spm_model_file, variables_by_name, task, step=0):
+def write_preset(folder, config, spm_model_file, variables_by_name, task, step=0,
+                 task_name=TASK_NAME):
     """Writes a preset folder whole or not at all: into a temporary folder beside it, renamed
     when complete. `variables_by_name` is a model's `checkpoint_variables()`; the checkpoint is
-    `model.ckpt-<step>` with `global_step`, as a training run writes it."""
+    `model.ckpt-<step>` with `global_step`, as a training run writes it; `task` goes to the
+    task file `task_name`."""
     folder = os.fspath(folder)
     if os.path.exists(folder) and (not os.path.isdir(folder) or os.listdir(folder)):
         raise PresetError(f"{folder}: exists and is not an empty folder; save_to_preset "
@@ -131,7 +158,7 @@ def write_preset(folder, config, spm_model_file, variables_by_name, task, step=0
         tensors = dict(variables_by_name)
         tensors[checkpoints.GLOBAL_STEP] = int(step)
         checkpoints.write_checkpoint(os.path.join(temp, f"model.ckpt-{int(step)}"), tensors)
-        io_utils.atomic_write_text(os.path.join(temp, TASK_NAME),
+        io_utils.atomic_write_text(os.path.join(temp, task_name),
                                    json.dumps(task, indent=2, sort_keys=True) + "\n")
         if os.path.isdir(folder):
             os.rmdir(folder)  # empty, checked above

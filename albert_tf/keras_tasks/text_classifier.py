@@ -22,14 +22,12 @@ from absl import logging
 
 from albert_tf import checkpoints, errors
 from albert_tf.export import classifier as classifier_export
-from albert_tf.keras_tasks import presets
+from albert_tf.keras_tasks import precision, presets
 from albert_tf.keras_tasks import preprocessor as preprocessor_lib
 from albert_tf.modeling import classifier, encoder
 from albert_tf.training import optimization
 
 DEFAULT_LEARNING_RATE = 5e-5  # run_classifier.py's --learning_rate default
-DEFAULT_MAX_SEQ_LENGTH = 128
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 STEPS_PER_EXECUTION = 32
 
 
@@ -83,24 +81,11 @@ class AlbertTextClassifier(keras.Model):
             num_classes = len(names)
         if label_names is None and saved_names and len(saved_names) == num_classes:
             label_names = saved_names
-        max_seq_length = int(max_seq_length or preset.task.get("max_seq_length")
-                             or min(DEFAULT_MAX_SEQ_LENGTH, preset.config.max_position_embeddings))
-        preset.config.check_max_seq_length(max_seq_length, f"{folder}/{presets.CONFIG_NAME}")
-        if do_lower_case is None:
-            do_lower_case = preset.task.get("do_lower_case", True)
-        text_preprocessor = preprocessor_lib.AlbertTextClassifierPreprocessor(
-            preset.spm_model_file, max_seq_length, do_lower_case)
-        preset.config.check_vocabulary(text_preprocessor.tokenizer.vocab_size,
-                                       preset.spm_model_file, f"{folder}/{presets.CONFIG_NAME}")
-        if dtype not in PRECISIONS:
-            raise errors.UserInputError(f"dtype={dtype!r}: expected one of {PRECISIONS}")
-        previous = keras.config.dtype_policy()
-        keras.config.set_dtype_policy(dtype)
-        try:
+        text_preprocessor = preprocessor_lib.AlbertTextClassifierPreprocessor.from_preset(
+            preset, max_seq_length, do_lower_case)
+        with precision.dtype_policy(dtype):
             model = cls(encoder.AlbertEncoder(preset.config, skip_padding=True), num_classes,
                         text_preprocessor, label_names, dropout)
-        finally:
-            keras.config.set_dtype_policy(previous)
         report = checkpoints.load_into(model.checkpoint_variables(), preset.checkpoint,
                                        new_heads=True)
         not_loaded = set(report.missing) | {entry[0] for entry in report.mismatched}
