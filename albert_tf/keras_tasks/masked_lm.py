@@ -24,8 +24,8 @@ from albert_tf.keras_tasks.masked_lm_preprocessor import MASK_TOKEN, AlbertMaske
 from albert_tf.modeling import encoder, pretraining
 
 HEAD_SCOPE = "cls/predictions/"
-HEAD_NAMES = ("transform/dense/kernel", "transform/dense/bias", "transform/LayerNorm/gamma",
-              "transform/LayerNorm/beta", "output_bias")  # `MaskedLMHead.checkpoint_variables`
+HEAD_NAMES = ("transform/dense/kernel", "transform/dense/bias", "transform/LayerNorm/beta",
+              "transform/LayerNorm/gamma", "output_bias")  # `MaskedLMHead.checkpoint_variables`
 
 
 class AlbertMaskedLM(keras.Model):
