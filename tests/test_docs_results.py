@@ -119,7 +119,7 @@ def test_the_check_catches_a_stale_number_and_a_stale_block():
     assert [token for token, _ in measured_numbers(
         "paired −2.2 ± 0.7, 0.605 and six minutes; `--learning_rate=0.01`; 349 s\n")] == [
         "−2.2 ± 0.7", "0.605", "349 s"]
-    text = "<!-- results:paper-minutes -->1.0<!-- /results -->"
+    text = "<!-- results:paper-minutes -->1.0 minutes wall<!-- /results -->"
     assert docs_results.render(text) != text  # the source says otherwise: stale
     with pytest.raises(ValueError, match="unknown results block 'nope'"):
         docs_results.render("<!-- results:nope --><!-- /results -->", "x.md")
@@ -188,12 +188,23 @@ def test_a_study_json_of_make_paper_renders_its_tables_and_findings(tmp_path, mo
     from tests.test_study import _measurements
     measurements = _measurements({"base": 0.99, "nsp": 0.6}, {"nsp": 0.6}, {})
     measurements.update(command="python -m albert_tf.demo.study --preset=full", date="2026-11-29T10:00Z",
-                        load_average_at_start=0.5)
+                        load_average_at_start=0.5, note="Run beside the test suite.")
     paths = study_report.write(measurements, str(tmp_path))["paths"]
     monkeypatch.setattr(docs_results, "PAPER", paths["json"])
     text = docs_results.render_paper_study("")
     assert "`python -m albert_tf.demo.study --preset=full` (preset `test`) on 2026-11-29T10:00Z" in text
+    assert "load average 0.5 at the start. Run beside the test suite." in text
     assert "#### Table 4 shape: embedding size E (all-shared, SOP)" in text
     assert "- not measurable: pretraining beats random init: E128, sst2" in text
     assert "- not measurable: NSP-trained solves NSP pairs but not SOP pairs" in text
     assert "## Pre-registered" not in text and tries.PASS_TEST_TEXT in text
+
+
+def test_a_resumed_study_claims_no_wall_time_and_prints_its_note():
+    whole = {"seconds": {"this_run_wall": 600, "all_cells": 1080, "cells": {"a": 540, "b": 540}},
+             "cells_run_now": ["a", "b"]}
+    assert docs_results.study_time(whole) == "10.0 minutes wall, 18.0 minutes of cells (two at a time)"
+    resumed = dict(whole, cells_run_now=["b"])
+    assert docs_results.study_time(resumed) == (
+        "18.0 minutes of cells (two at a time) over more than one invocation; the last ran 1 of the "
+        "2 cells in 10.0 minutes wall")

@@ -214,10 +214,10 @@ def render_paper_study(_):
 def _render_study_json(study):
     """A study.json that `make paper` wrote: its tables and findings as study.md prints them."""
     findings = study["findings"]
+    note = f" {study['note']}" if study.get("note") else ""
     lines = [f"`{study.get('command', 'make paper')}` (preset `{study['preset']}`) on "
-             f"{study.get('date', 'an unrecorded date')}: {study['seconds']['this_run_wall'] / 60:.1f} minutes "
-             f"wall, {study['seconds']['all_cells'] / 60:.1f} minutes of cells; {_machine(study['cpu'])}; "
-             f"load average {study.get('load_average_at_start', 'unrecorded')} at the start.", "",
+             f"{study.get('date', 'an unrecorded date')}: {study_time(study)}; {_machine(study['cpu'])}; "
+             f"load average {study.get('load_average_at_start', 'unrecorded')} at the start.{note}", "",
              f"Source: `{PAPER}`.", ""]
     for title, table in study_report.tables(study).items():
         lines += [f"#### {title}", "", table, ""]
@@ -227,10 +227,23 @@ def _render_study_json(study):
     return "\n" + "\n".join(lines).rstrip("\n") + "\n"
 
 
+def study_time(study):
+    """How long a study.json's cells took. A study resumed over several invocations has no wall
+    time of its own: the sum of its cells' times is the figure, beside what the last one ran."""
+    seconds = study["seconds"]
+    cells = f"{seconds['all_cells'] / 60:.1f} minutes of cells (two at a time)"
+    ran_now, planned = len(study.get("cells_run_now", [])), len(seconds["cells"])
+    if ran_now == planned:
+        return f"{seconds['this_run_wall'] / 60:.1f} minutes wall, {cells}"
+    return (f"{cells} over more than one invocation; the last ran {ran_now} of the {planned} cells "
+            f"in {seconds['this_run_wall'] / 60:.1f} minutes wall")
+
+
 def render_paper_minutes(_):
     source = load(PAPER)
-    minutes = source.get("minutes") or {"wall": round(source["seconds"]["this_run_wall"] / 60, 1)}
-    return f"{minutes['wall']}"
+    if "minutes" in source:  # a transcribed run
+        return f"{source['minutes']['wall']} minutes wall"
+    return study_time(source)
 
 
 # ---- the own-data sweep

@@ -117,12 +117,14 @@ def define_flags(flag_values):
     define = cli.Definer(flag_values)
     define.string("data_dir", "data", "Where albert_tf.demo.data_sources puts the real data.")
     define.string("output_dir", "study_output", "Where every artefact of the study goes.")
-    define.string("preset", "full", "full: the study (52.6 minutes on 2 CPU cores with --tries, "
-                  "2026-11-27, before the random-init arms of the other architectures); "
-                  "smoke: the same cells on a tiny model, to check the machinery.")
+    define.string("preset", "full", "full: the study (its measured time is in "
+                  "docs/paper_study.md); smoke: the same cells on a tiny model, to check the "
+                  "machinery.")
     define.bool("tries", False, "Also run the pre-registered tries at making pretraining pay "
                 "(tries.TRIES: 2 more pretrainings and 20 fine-tuning runs; `make paper` runs "
                 "them).")
+    define.string("note", None, "A note for study.json: how the cells were actually run (other "
+                  "jobs beside them, several invocations) when not by this one command, alone.")
 
 
 def models(preset):
@@ -205,8 +207,9 @@ def work_by_kind(preset):
 class Study:
     """One study run: its settings, output directory and the commands of its cells."""
 
-    def __init__(self, data_dir, output_dir, preset_name, with_tries=False):
+    def __init__(self, data_dir, output_dir, preset_name, with_tries=False, note=None):
         self.preset_name = preset_name
+        self.note = note
         self.preset = PRESETS[preset_name]
         self.tries = with_tries
         self.output_dir = output_dir
@@ -543,6 +546,7 @@ class Study:
             "command": " ".join(["python -m albert_tf.demo.study", *sys.argv[1:]]),
             "date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(start)),
             "load_average_at_start": round(self.load_average, 2),
+            "note": self.note,
             "preset": self.preset_name, "settings": self.preset,
             "models": {name: {"label": spec["label"], "config": spec["config"],
                               "parameters": pretrained[name]["parameters"],
@@ -592,7 +596,8 @@ def run(flag_values):
     if flag_values.preset not in PRESETS:
         raise errors.UserInputError(f"--preset={flag_values.preset}: expected one of "
                                     f"{', '.join(sorted(PRESETS))}")
-    study = Study(flag_values.data_dir, flag_values.output_dir, flag_values.preset, flag_values.tries)
+    study = Study(flag_values.data_dir, flag_values.output_dir, flag_values.preset, flag_values.tries,
+                  flag_values.note)
     report = study.run()
     print(f"\n{report['markdown']}\nwritten: {report['paths']}")
 
