@@ -65,7 +65,7 @@ from albert_tf.export import signature_methods
 from albert_tf.export import tflite
 from albert_tf.export import versioned
 from albert_tf.export import warmup_requests
-from albert_tf.modeling import classifier, encoder
+from albert_tf.modeling import classifier, dtype_policy, encoder
 from albert_tf.training import length_buckets
 
 PRECISIONS = ("float32", "mixed_bfloat16", "bfloat16")
@@ -80,7 +80,7 @@ def load_classifier(albert_config, num_labels, checkpoint_path, precision="float
     `skip_padding`: the served batching's (`Batching.served`)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    with policies.dtype_policy(precision):
+    with dtype_policy.building_under(precision):
         model = classifier.AlbertClassifier(
             encoder.AlbertEncoder(albert_config, skip_padding=skip_padding), num_labels)
     checkpoints.load_complete(model.checkpoint_variables(), checkpoint_path,

@@ -7,9 +7,7 @@ logits' heads); the model's outputs stay float32, so an export's inputs and outp
 on its precision. `int8` exports build the float32 model (their int8 file is converted from it).
 """
 
-import contextlib
-
-import keras
+from albert_tf.modeling import dtype_policy
 
 MODEL_POLICIES = {"float32": "float32", "bfloat16": "bfloat16", "int8": "float32"}
 
@@ -22,18 +20,6 @@ def check_export_precision(export_precision, allowed, task=""):
                          f"{export_precision!r}")
 
 
-@contextlib.contextmanager
-def dtype_policy(policy):
-    """Keras' global dtype policy set to `policy` (a Keras policy name) while a model is built:
-    its layers keep the policy they were made under. Restored afterwards."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(policy)
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(previous)
-
-
 def model_policy(export_precision):
-    """`dtype_policy` of the model an `export_precision` export builds (MODEL_POLICIES)."""
-    return dtype_policy(MODEL_POLICIES[export_precision])
+    """Keras' dtype policy of the model an `export_precision` export builds (MODEL_POLICIES)."""
+    return dtype_policy.building_under(MODEL_POLICIES[export_precision])

@@ -2,23 +2,14 @@
 policy for the duration of the build, restored after, as `run_classifier.py --precision` sets it
 for a run."""
 
-import contextlib
-
-import keras
-
 from albert_tf import errors
+from albert_tf.modeling import dtype_policy as policy
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-@contextlib.contextmanager
 def dtype_policy(dtype):
     """Builds inside under the policy `dtype` (one of PRECISIONS)."""
     if dtype not in PRECISIONS:
         raise errors.UserInputError(f"dtype={dtype!r}: expected one of {PRECISIONS}")
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(dtype)
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(previous)
+    return policy.building_under(dtype)

@@ -24,7 +24,6 @@ exactly. A NaN or Inf loss stops training with an error
 naming the step; no checkpoint is written after it, so the last good one stays the latest.
 """
 
-import contextlib
 import dataclasses
 import datetime
 import os
@@ -39,6 +38,7 @@ from tensorflow.core.framework import summary_pb2
 
 from albert_tf import errors, progress
 from albert_tf.files import io_utils, output_lock
+from albert_tf.modeling import dtype_policy
 from albert_tf.training import optimization
 from albert_tf.training import checkpointing, prediction, replica_input, strategy as strategy_lib
 
@@ -104,15 +104,9 @@ class TrainingConfig:
                 f"({self.gradient_accumulation_steps}) = {split}")
 
 
-@contextlib.contextmanager
 def precision_policy(precision):
-    """Sets the Keras global dtype policy while the model is built, restores it afterwards."""
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(PRECISION_POLICIES[precision])
-    try:
-        yield
-    finally:
-        keras.config.set_dtype_policy(previous)
+    """Keras' global dtype policy of `--precision` while the model is built, restored after."""
+    return dtype_policy.building_under(PRECISION_POLICIES[precision])
 
 
 def _dense(gradient):
