@@ -9,8 +9,7 @@ and date. `python -m albert_tf.demo.docs_results` rewrites every block of DOCUME
 - docs/results/demo.json: `make demo`'s summary.json (copy demo_output/summary.json there), or
   the transcript of a run that kept none (it says so in `provenance`);
 - docs/results/lr_sweep.json: `python -m albert_tf.demo.lr_sweep`'s results file;
-- docs/results/paper_study.json: `make paper`'s study.json (study_output/study.json), or a
-  transcript likewise;
+- docs/results/paper_study.json: `make paper`'s study.json (study_output/study.json);
 - bench/results/*.json: one file per workload, each with `workload`, `figure`, `command`, `cpu`,
   `isa`, `load` and `date` (and `provenance` when transcribed by hand).
 """
@@ -147,72 +146,9 @@ def render_demo_compute(_):
 
 # ---- the study
 
-def _transcribed_findings(source):
-    """Issue 50's verdict for each printed finding, where the printed figures decide it."""
-    architecture_like_base = ("base:", "NSP ", "MLM only")
-    rows = []
-    for finding in source["findings"]:
-        claim = finding["claim"]
-        if claim.startswith("pretraining beats random init:") and "training sentences" not in claim:
-            label = claim.split(": ", 1)[1]
-            now = (verdicts.NOT_MEASURABLE + " (no random-init arm of this architecture)"
-                   if not label.startswith(architecture_like_base) else None)
-        elif "training sentences" in claim:
-            now = "not re-judged: collapsed runs are in its mean, and the per-seed scores were not kept"
-        elif "near chance" in claim:
-            now = "withdrawn: any constant head passes it (the next table judges each head on its own task)"
-        elif "(exact counts)" in finding["detail"]:
-            now = finding["verdict_two_standard_errors"] + " (exact counts)"
-        elif "held-out" in claim:
-            now = "in the next table"
-        else:
-            now = None
-        if now is None and "gain_points" in finding:
-            now = rounded_verdict(finding["gain_points"], finding["se_points"], finding["seeds"])
-        rows.append(f"| {claim} | {finding['detail']} | {finding['verdict_two_standard_errors']} | {now} |")
-    return rows
-
-
-def _sentence_pair_rows(source):
-    """The sentence-pair findings of study_report on the printed held-out accuracies."""
-    measurements = {
-        "models": {name: {"heldout": {form: {"sentence_order_accuracy": source["heldout"][form][name] / 100}
-                                      for form in ("sop", "nsp")}} for name in ("base", "nsp")},
-        "pairs": {form: {"heldout": dict(counts, label_1_fraction=(counts["swapped"] + counts["random_document"])
-                                         / sum(counts.values()))}
-                  for form, counts in source["pairs"].items()},
-    }
-    return [f"| {finding['claim']} | {finding['detail']} | {finding['verdict']} |"
-            for finding in study_report.sentence_pair_findings(measurements)]
-
-
 def render_paper_study(_):
-    source = load(PAPER)
-    if "provenance" not in source:
-        return _render_study_json(source)
-    lines = [f"`{source['command']}` on {source['date']} at commit {source['commit']}: "
-             f"**{source['minutes']['wall']} minutes wall** ({source['minutes']['all_cells']} minutes of cells, "
-             f"two at a time), {_machine(source['cpu'])}; `{source['cpu']['precision']}`, "
-             f"{source['cpu']['load']}.", "", f"Source: `{PAPER}`. {source['provenance']}", ""]
-    for title, table in source["tables"].items():
-        lines += [f"#### {title}", "", table, ""]
-    lines += ["#### The findings: as printed, and under issue 50's rule", "",
-              "| finding | measured | printed verdict (2 SE) | issue 50's rule |", "|---|---|---|---|",
-              *_transcribed_findings(source), "",
-              "The sentence-pair findings under issue 50's rule (each head first on its own task), "
-              "from the printed held-out accuracies and the pairs' counts:", "",
-              "| finding | measured | verdict |", "|---|---|---|", *_sentence_pair_rows(source), "",
-              "The pre-registered tries (pass test: +3 points at 500 sentences, 4 of 5 seeds positive; "
-              "none collapsed is now also required):", ""]
-    for entry in source["tries"]:
-        lines.append(f"- {entry['label']}: {entry['gain_points']:+.1f} ± {entry['se_points']:.1f} points, "
-                     f"{entry['positive']}/{entry['seeds']} seeds positive: "
-                     f"{'passes' if entry['passed'] else 'fails'}")
-    return "\n" + "\n".join(lines) + "\n"
-
-
-def _render_study_json(study):
     """A study.json that `make paper` wrote: its tables and findings as study.md prints them."""
+    study = load(PAPER)
     findings = study["findings"]
     note = f" {study['note']}" if study.get("note") else ""
     lines = [f"`{study.get('command', 'make paper')}` (preset `{study['preset']}`) on "
@@ -240,10 +176,7 @@ def study_time(study):
 
 
 def render_paper_minutes(_):
-    source = load(PAPER)
-    if "minutes" in source:  # a transcribed run
-        return f"{source['minutes']['wall']} minutes wall"
-    return study_time(source)
+    return study_time(load(PAPER))
 
 
 # ---- the own-data sweep

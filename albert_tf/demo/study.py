@@ -543,7 +543,9 @@ class Study:
         grid = self.run_efficiency({size: selection[f"sst2-n{size_name(size)}"]
                                     for size in self.preset["efficiency"]["sizes"]})
         measurements = {
-            "command": " ".join(["python -m albert_tf.demo.study", *sys.argv[1:]]),
+            # --note is stored beside the command, not in it: it changes no cell
+            "command": " ".join(["python -m albert_tf.demo.study",
+                                 *(arg for arg in sys.argv[1:] if not arg.startswith("--note"))]),
             "date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(start)),
             "load_average_at_start": round(self.load_average, 2),
             "note": self.note,
