@@ -212,3 +212,27 @@ def test_the_fill_mask_docs_example_runs_as_written(spm_model_file, tmp_path, mo
     assert filled[0][0][0][0] in printed
     assert "cls/predictions/output_bias" in checkpoints.list_variables(
         str(tmp_path / "my_masked_lm"))
+
+
+@pytest.mark.slow
+def test_a_folder_transformers_saved_imports_and_fills_masks_as_hugging_face(spm_model_file,
+                                                                            tmp_path):
+    """What a user brings: `AlbertForMaskedLM.save_pretrained` and `AlbertTokenizer
+    .save_pretrained` into one folder, `import_from_hf.py`'s import, then `from_preset`: the
+    logits at the masks are transformers' own on the same text."""
+    import torch
+    from albert_tf.huggingface import hf_import
+    from tests.test_hf_import import hf_model
+    theirs_model = hf_model("AlbertForMaskedLM", seed=5)
+    saved = str(tmp_path / "saved_by_transformers")
+    theirs_model.save_pretrained(saved)
+    tokenizer = hugging_face_tokenizer(spm_model_file)
+    tokenizer.save_pretrained(saved)
+    hf_import.import_folder(saved, str(tmp_path / "imported"))
+    model = albert_tf.AlbertMaskedLM.from_preset(str(tmp_path / "imported"))
+    for text, logits in zip(MASKED_TEXTS, model.predict(MASKED_TEXTS, verbose=0)):
+        ids = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            all_logits = theirs_model(**ids).logits[0].numpy()
+        theirs = all_logits[ids["input_ids"][0].numpy() == tokenizer.mask_token_id]
+        np.testing.assert_allclose(logits, theirs, atol=1e-5, rtol=1e-5, err_msg=text)
